@@ -1,0 +1,49 @@
+"""memory-server: long-term memory for coding agents that stays true.
+
+Markdown topic files are curated truth; compressed session summaries route queries; SQLite FTS5 and
+ChromaDB indices are derived from the files. The public API:
+
+    from memory_server import Memory
+    memory = Memory("path/to/root")
+    memory.index()
+    hits, mode = memory.search_memory("how do we deploy?")
+"""
+
+from .errors import (
+    ConfigError,
+    DreamError,
+    LockedError,
+    MemoryServerError,
+    ModelError,
+    NotFoundError,
+    PathRefusedError,
+    QueryError,
+    RootError,
+    StaleProposalError,
+    TranscriptError,
+    VectorStoreError,
+)
+from .memory import Memory
+from .search import Hit
+from .settings import Settings, load_settings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Memory",
+    "Hit",
+    "Settings",
+    "load_settings",
+    "MemoryServerError",
+    "ConfigError",
+    "RootError",
+    "PathRefusedError",
+    "NotFoundError",
+    "QueryError",
+    "ModelError",
+    "VectorStoreError",
+    "LockedError",
+    "TranscriptError",
+    "DreamError",
+    "StaleProposalError",
+]

@@ -1,0 +1,83 @@
+"""The server's background work: bring the indices up to date at start, then follow file changes.
+
+Keyword index first (a few seconds at most, so search_exact is complete early), then vectors (the model
+loads here, never during the MCP handshake). Then the watcher re-indexes changed paths, and a periodic
+sweep catches anything an event missed. Another process holding the writer lock is not an error: this
+one retries a little later. `stop()` returns within about two seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from .errors import LockedError, MemoryServerError
+from .indexer import IndexCancelled
+from .memory import Memory
+from .watcher import Watcher
+
+log = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 60.0
+
+
+class Background:
+    def __init__(self, memory: Memory, *, watch: bool = True) -> None:
+        self.memory = memory
+        self.watch = watch
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watcher: Watcher | None = None
+        self._retry: set[str] | None = set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="memory-index", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 1.5) -> None:
+        self._stop.set()
+        self.memory.indexer.cancel.set()
+        if self._watcher is not None:
+            self._watcher.stop(timeout)
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _sync(self, paths: set[str] | None, *, vectors: bool = True) -> bool:
+        if self._stop.is_set():
+            return False
+        try:
+            report = self.memory.index(paths=sorted(paths) if paths is not None else None, vectors=vectors, timeout=5.0)
+            if report.changed or report.vectors_written:
+                log.info("index: %s", report.summary())
+            return True
+        except LockedError:
+            log.info("another process is writing the index; will retry")
+        except IndexCancelled:
+            pass
+        except MemoryServerError as exc:
+            log.error("indexing failed: %s", exc)
+            self.memory.vector_error = str(exc)
+        except Exception:
+            if not self._stop.is_set():
+                log.exception("indexing failed")
+        return False
+
+    def _run(self) -> None:
+        self._sync(None, vectors=False)
+        self._sync(None)
+        if self.watch and not self._stop.is_set():
+            self._watcher = Watcher(
+                self.memory.root,
+                self._on_change,
+                debounce=self.memory.settings.index.watch_debounce_seconds,
+            )
+            self._watcher.start()
+        while not self._stop.wait(SWEEP_SECONDS):
+            self._sync(None)
+
+    def _on_change(self, paths: set[str] | None) -> None:
+        if not self._sync(paths) and not self._stop.is_set():
+            # Keep the change for the next attempt (the periodic sweep also catches it).
+            timer = threading.Timer(1.0, self._on_change, args=(paths,))
+            timer.daemon = True
+            timer.start()

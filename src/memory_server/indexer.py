@@ -1,0 +1,339 @@
+"""Keep the derived indices (FTS5 and Chroma) in step with the memory files.
+
+Only this module writes the indices, and only while holding `.memory/index.lock`: one writer at a time
+across every process on the root (several Claude Code sessions each run a server). Readers never take
+the lock. A file is re-read only when its size or mtime changed, re-chunked only when its sha256 changed,
+and re-embedded only for text the embedding cache has not seen. FTS5 is updated first (keyword search
+sees an edit at once); vectors follow, tracked per file by `files.vectors_sha256`, so a crash between the
+two is repaired by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import filelock
+
+from .embed_cache import EmbeddingCache
+from .embedder import Embedder
+from .errors import LockedError
+from .fts import CorruptIndexError, FileRecord, FtsIndex
+from .markdown import Chunk, parse_document
+from .settings import Settings
+from .store import FileSkipped, MemoryRoot, layer_of
+from .vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class SyncReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    files_read: int = 0
+    chunks_embedded: int = 0
+    vectors_written: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
+            f"{self.unchanged} unchanged, {len(self.skipped)} skipped; "
+            f"{self.chunks_embedded} chunks embedded, {self.vectors_written} vectors written "
+            f"in {self.seconds:.2f}s"
+        )
+
+
+class IndexCancelled(Exception):
+    """The index update was stopped (the server is shutting down); the next run resumes it."""
+
+
+class Indexer:
+    """The single writer of a root's indices. Safe to share between threads of one process."""
+
+    def __init__(
+        self,
+        root: MemoryRoot,
+        settings: Settings,
+        fts: FtsIndex,
+        vectors: VectorIndex | None = None,
+        embedder: Embedder | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.fts = fts
+        self.vectors = vectors
+        self.embedder = embedder
+        self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
+        self.lock = filelock.FileLock(str(root.state_dir / "index.lock"))
+        self._thread_lock = threading.Lock()  # one sync per process at a time; the file lock is per process
+        self.vector_generation = -1  # the index generation this process's Chroma view reflects
+        self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
+        self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
+        self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
+
+    # -- recovery -----------------------------------------------------------------------------
+
+    def ensure_healthy(self) -> None:
+        """Open the FTS database; if it is corrupt, delete it so the next sync rebuilds it from the files."""
+        try:
+            self.fts.check()
+        except CorruptIndexError as exc:
+            note = f"keyword index at {self.fts.path} was unreadable ({exc}); rebuilt it from the files"
+            log.warning(note)
+            self.notes.append(note)
+            with self._writer(timeout=60):
+                self.fts.destroy()
+                self.fts.conn()
+                if self.vectors is not None:
+                    self.vectors.reset()
+
+    # -- syncing ------------------------------------------------------------------------------
+
+    def _writer(self, timeout: float):
+        if not self._thread_lock.acquire(timeout=timeout if timeout >= 0 else -1):
+            raise LockedError(f"another index update in this process has run for over {timeout:.0f}s; try again")
+        return _Held(self._thread_lock, self.lock, timeout)
+
+    def sync(
+        self,
+        *,
+        rebuild: bool = False,
+        paths: Iterable[str] | None = None,
+        vectors: bool = True,
+        timeout: float = 120.0,
+        progress: Progress | None = None,
+    ) -> SyncReport:
+        """Bring the indices up to date with the files (all of them, or just `paths`), or rebuild them.
+
+        Raises LockedError when another process keeps the writer lock for longer than `timeout` seconds.
+        """
+        started = time.monotonic()
+        report = SyncReport()
+        with self._writer(timeout):
+            self._refresh_vector_view()
+            if rebuild:
+                self._rebuild_keyword(report, progress)
+                if self.vectors is not None and vectors:
+                    self.vectors.reset()
+            else:
+                self._sync_keyword(report, paths, progress)
+            if self.vectors is not None and self.embedder is not None and vectors:
+                self._sync_vectors(report, progress)
+            if report.changed or report.vectors_written or rebuild:
+                self.fts.bump_generation()
+                self.vector_generation = self.fts.generation()
+        report.seconds = time.monotonic() - started
+        self._set_progress("idle", 0, 0)
+        return report
+
+    def _refresh_vector_view(self) -> None:
+        # Another process may have written vectors since our Chroma client loaded them; a stale in-memory
+        # index written back would lose their work, so reload first.
+        generation = self.fts.generation()
+        if self.vectors is not None and generation != self.vector_generation:
+            if self.vector_generation != -1:
+                self.vectors.reopen()
+            self.vector_generation = generation
+
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise IndexCancelled()
+
+    def _set_progress(self, stage: str, done: int, total: int, progress: Progress | None = None) -> None:
+        self.progress = {"stage": stage, "done": done, "total": total}
+        if progress is not None:
+            progress(stage, done, total)
+
+    def _wanted(self, paths: Iterable[str] | None) -> dict[str, str]:
+        if paths is None:
+            return dict(self.root.memory_files())
+        out: dict[str, str] = {}
+        for rel in paths:
+            layer = layer_of(rel)
+            if layer is not None:
+                out[rel] = layer
+        return out
+
+    def _sync_keyword(self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None) -> None:
+        known = self.fts.files()
+        wanted = self._wanted(paths)
+        if paths is None:
+            gone = [p for p in known if p not in wanted]
+        else:
+            gone = [p for p in wanted if p in known and not (self.root.path / p).is_file()]
+            wanted = {p: l for p, l in wanted.items() if (self.root.path / p).is_file()}
+        total = len(wanted)
+        self.fts.begin()
+        try:
+            for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
+                self._check_cancel()
+                self._sync_file(rel, layer, known.get(rel), report)
+                if n % 200 == 0:
+                    self.fts.commit()
+                    self.fts.begin()
+                    self._set_progress("reading files", n, total, progress)
+            for rel in gone:
+                self.fts.remove_file(rel)
+                report.removed.append(rel)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        if gone and self.vectors is not None:
+            self.vectors.delete_paths(gone)
+        self._set_progress("reading files", total, total, progress)
+
+    def _rebuild_keyword(self, report: SyncReport, progress: Progress | None) -> None:
+        wanted = dict(self.root.memory_files())
+        self.fts.begin()
+        try:
+            self.fts.clear()  # readers keep seeing the old index until this transaction commits
+            for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
+                self._sync_file(rel, layer, None, report)
+                if n % 200 == 0:
+                    self._set_progress("reading files", n, len(wanted), progress)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        self._set_progress("reading files", len(wanted), len(wanted), progress)
+
+    def _sync_file(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport) -> None:
+        path = self.root.path / rel
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            if old is not None:
+                self.fts.remove_file(rel)
+                report.removed.append(rel)
+            return
+        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            report.unchanged += 1
+            return
+        report.files_read += 1
+        try:
+            content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes)
+        except FileSkipped as why:
+            record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
+            if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
+                self.fts.replace_file(record, [])
+                report.skipped.append(rel)
+            else:
+                self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
+            log.warning("skipped %s: %s", rel, why)
+            return
+        if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
+            self.fts.touch_file(rel, content.size, content.mtime_ns)  # touched, not changed
+            report.unchanged += 1
+            return
+        doc = parse_document(rel, layer, content.text, max_chunk_chars=self.settings.index.max_chunk_chars)
+        warnings = list(content.warnings) + doc.warnings
+        record = FileRecord(
+            rel,
+            layer,
+            content.size,
+            content.mtime_ns,
+            content.sha256,
+            doc.title,
+            doc.date,
+            "degraded" if warnings else "ok",
+            "; ".join(warnings),
+            len(doc.chunks),
+            None,
+        )
+        self.fts.replace_file(record, doc.chunks)
+        (report.added if old is None else report.updated).append(rel)
+
+    def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
+        assert self.vectors is not None and self.embedder is not None
+        pending = [
+            f for f in self.fts.files().values() if f.status != "skipped" and f.vectors_sha256 != f.sha256
+        ]
+        total = sum(f.chunks for f in pending)
+        done = 0
+        group: list[FileRecord] = []
+        group_chunks = 0
+        for record in pending:
+            self._check_cancel()
+            group.append(record)
+            group_chunks += record.chunks
+            if group_chunks >= 512:
+                done += self._embed_group(group, report)
+                self._set_progress("embedding", done, total, progress)
+                group, group_chunks = [], 0
+        if group:
+            done += self._embed_group(group, report)
+            self._set_progress("embedding", done, total, progress)
+
+    def _embed_group(self, records: list[FileRecord], report: SyncReport) -> int:
+        assert self.vectors is not None and self.embedder is not None
+        chunks: list[Chunk] = []
+        for r in records:
+            chunks.extend(self.fts.chunks_of(r.path))
+        misses = self.cache.misses
+        vectors = self.cache.embed(self.embedder, [c.embed_text() for c in chunks])
+        report.chunks_embedded += self.cache.misses - misses
+        self.vectors.delete_paths([r.path for r in records])
+        if chunks:
+            self.vectors.upsert(chunks, vectors)
+        report.vectors_written += len(chunks)
+        self.fts.begin()
+        try:
+            for r in records:
+                self.fts.set_vectors_sha(r.path, r.sha256)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        return len(chunks)
+
+
+class _Held:
+    """Context manager holding the in-process lock (already acquired) and the cross-process file lock."""
+
+    def __init__(self, thread_lock: threading.Lock, file_lock: filelock.FileLock, timeout: float) -> None:
+        self.thread_lock = thread_lock
+        self.file_lock = file_lock
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        try:
+            self.file_lock.acquire(timeout=self.timeout)
+        except filelock.Timeout as exc:
+            self.thread_lock.release()
+            raise LockedError(
+                f"another process has been writing the index for over {self.timeout:.0f}s "
+                f"({self.file_lock.lock_file}); try again when it finishes"
+            ) from exc
+        except BaseException:
+            self.thread_lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.file_lock.release()
+        finally:
+            self.thread_lock.release()
+
+
+def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
+    """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
+    state = root.state_dir
+    return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"

@@ -1,0 +1,270 @@
+"""`Memory`: one memory root with its indices, the API the MCP tools and the command line both call.
+
+    from memory_server import Memory
+    memory = Memory("~/notes/memory")
+    memory.index()
+    for hit in memory.search_exact("SAVE_CONFIG"):
+        print(hit.path, hit.start_line, hit.text)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from .embedder import Embedder, MiniLMEmbedder
+from .errors import ConfigError, MemoryServerError, NotFoundError, PathRefusedError, VectorStoreError
+from .fts import FtsIndex
+from .indexer import Indexer, Progress, SyncReport, default_index_paths
+from .embed_cache import EmbeddingCache
+from .markdown import iso_date, split_front_matter
+from .search import Hit, search_exact, search_hybrid, validate
+from .settings import Settings, load_settings
+from .store import STATE_DIR, MemoryRoot
+from .vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+READ_MAX_LINES = 400
+READ_MAX_CHARS = 24000
+
+
+class Memory:
+    """A memory root opened for indexing and search.
+
+    `embedder`: None for the real all-MiniLM-L6-v2 (loaded on first use), an Embedder (tests pass a fake),
+    or False for keyword-only operation (no Chroma, no model).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | None | bool = None,
+    ) -> None:
+        self.root = MemoryRoot(root)
+        self.config_error: str | None = None
+        self.settings = settings if settings is not None else load_settings(self.root.path)
+        settings = self.settings
+        fts_path, cache_path, chroma_path = default_index_paths(self.root)
+        self.fts = FtsIndex(fts_path)
+        self.embedder: Embedder | None
+        if embedder is False:
+            self.embedder, self.vectors = None, None
+        else:
+            self.embedder = embedder or MiniLMEmbedder(  # type: ignore[assignment]
+                model_dir=settings.embedding.model_dir,
+                batch_size=settings.embedding.batch_size,
+                threads=settings.embedding.threads,
+            )
+            self.vectors = VectorIndex(settings.vectors, chroma_path, dim=384)
+        self.indexer = Indexer(
+            self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path)
+        )
+        self.vector_error: str | None = None
+        self._read_lock = threading.Lock()
+
+    @classmethod
+    def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> "Memory":
+        """Open with default settings when memory.yaml is broken, keeping the error for status (the server)."""
+        try:
+            return cls(root, **kwargs)
+        except ConfigError as exc:
+            log.error("%s; running with default settings", exc)
+            memory = cls(root, settings=Settings(), **kwargs)
+            memory.config_error = str(exc)
+            return memory
+
+    def close(self) -> None:
+        self.fts.close()
+        self.indexer.cache.close()
+        if self.vectors is not None:
+            self.vectors.close()
+
+    # -- indexing ---------------------------------------------------------------------------------
+
+    def index(
+        self,
+        *,
+        rebuild: bool = False,
+        paths: Sequence[str] | None = None,
+        vectors: bool = True,
+        timeout: float = 120.0,
+        progress: Progress | None = None,
+    ) -> SyncReport:
+        """Bring the indices up to date (only what changed), or rebuild them from the files."""
+        self.indexer.ensure_healthy()
+        report = self.indexer.sync(rebuild=rebuild, paths=paths, vectors=vectors, timeout=timeout, progress=progress)
+        if report.vectors_written:
+            self.vector_error = None
+        return report
+
+    # -- searching --------------------------------------------------------------------------------
+
+    def search_exact(
+        self,
+        query: str,
+        k: int | None = None,
+        layers: Sequence[str] | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> list[Hit]:
+        """Literal search: the query as typed, then all its terms, then any, by BM25."""
+        q = validate(query, k, layers, after, before, self.settings.search)
+        return search_exact(self.fts, q, self.settings.search)
+
+    def search_memory(
+        self,
+        query: str,
+        k: int | None = None,
+        layers: Sequence[str] | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> tuple[list[Hit], str]:
+        """Meaning-based search fused with keywords. Returns (hits, mode): mode is hybrid, or keyword
+        while the semantic index is unavailable."""
+        q = validate(query, k, layers, after, before, self.settings.search)
+        vectors = self.vectors if self._vectors_usable() else None
+        try:
+            return search_hybrid(self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking)
+        except (VectorStoreError, MemoryServerError) as exc:
+            if vectors is None or not isinstance(exc, VectorStoreError):
+                raise
+            self.vector_error = str(exc)
+            log.warning("semantic index unavailable, answering from keywords: %s", exc)
+            return search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
+
+    def _vectors_usable(self) -> bool:
+        if self.vectors is None or self.embedder is None:
+            return False
+        # Another process may have written vectors since ours were loaded: reload (unless we are the writer
+        # right now, in which case our view is the newest).
+        generation = self.fts.generation()
+        if generation != self.indexer.vector_generation and self.indexer._thread_lock.acquire(blocking=False):
+            try:
+                if self.indexer.vector_generation != -1:
+                    self.vectors.reopen()
+                self.indexer.vector_generation = generation
+            finally:
+                self.indexer._thread_lock.release()
+        return True
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root."""
+        rel = self.root.relpath(self.root.resolve(path))
+        if rel.split("/")[0] == STATE_DIR:
+            raise PathRefusedError(f"{path!r} is derived index state, not memory; read the Markdown files instead")
+        lines = self.root.read_lines(rel)
+        total = len(lines)
+        start = 1 if start_line is None else start_line
+        end = total if end_line is None else end_line
+        if isinstance(start, bool) or isinstance(end, bool) or start < 1 or end < 1:
+            raise PathRefusedError("start_line and end_line are 1-based line numbers (1 or more)")
+        if start > max(total, 1):
+            raise NotFoundError(f"{path} has {total} lines; start_line {start} is past the end")
+        if end < start:
+            raise PathRefusedError(f"end_line {end} is before start_line {start}")
+        end = min(end, total, start + READ_MAX_LINES - 1)
+        text, used = [], 0
+        for n in range(start, end + 1):
+            line = lines[n - 1]
+            if used + len(line) > READ_MAX_CHARS and text:
+                end = n - 1
+                break
+            text.append(line)
+            used += len(line) + 1
+        out: dict[str, Any] = {
+            "path": rel,
+            "start_line": start,
+            "end_line": end,
+            "total_lines": total,
+            "text": "\n".join(text),
+        }
+        if end < (total if end_line is None else min(end_line, total)):
+            out["more"] = f"truncated: call read_memory with start_line={end + 1} for the rest"
+        return out
+
+    def list_topics(self) -> list[dict[str, Any]]:
+        """Every topic file with its title, description, updated date and tags (from front matter)."""
+        topics = []
+        for rel, layer in self.root.memory_files():
+            if layer != "topic" or not rel.startswith("topics/"):
+                continue
+            meta: dict[str, Any] = {}
+            try:
+                text = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes).text
+                meta, _, _ = split_front_matter(text.splitlines())
+            except Exception:
+                pass
+            tags = meta.get("tags") or []
+            topics.append(
+                {
+                    "path": rel,
+                    "title": str(meta.get("title") or Path(rel).stem),
+                    "description": str(meta.get("description") or ""),
+                    "updated": iso_date(meta.get("updated")),
+                    "tags": [str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
+                }
+            )
+        return topics
+
+    # -- status -----------------------------------------------------------------------------------
+
+    def pending_files(self) -> list[str]:
+        """Memory files whose indexed copy is out of date (new, changed or deleted), by size and mtime."""
+        known = self.fts.files()
+        pending = []
+        on_disk = dict(self.root.memory_files())
+        for rel in on_disk:
+            rec = known.get(rel)
+            try:
+                st = os.stat(self.root.path / rel)
+            except OSError:
+                continue
+            if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
+                pending.append(rel)
+        pending.extend(p for p in known if p not in on_disk)
+        return sorted(pending)
+
+    def status(self) -> dict[str, Any]:
+        """Counts, index freshness, problem files, and what is running."""
+        files = self.fts.files()
+        counts = self.fts.counts()
+        vector_pending = [f.path for f in files.values() if f.status != "skipped" and f.vectors_sha256 != f.sha256]
+        problems = [
+            {"path": f.path, "status": f.status, "reason": f.message}
+            for f in sorted(files.values(), key=lambda f: f.path)
+            if f.status != "ok"
+        ]
+        layers: dict[str, int] = {}
+        for f in files.values():
+            layers[f.layer] = layers.get(f.layer, 0) + 1
+        pending = self.pending_files()
+        out: dict[str, Any] = {
+            "root": str(self.root.path),
+            "files": counts["files"],
+            "files_by_layer": layers,
+            "chunks": counts["chunks"],
+            "chunks_by_layer": {k[7:]: v for k, v in counts.items() if k.startswith("chunks_")},
+            "keyword_index": {"fresh": not pending, "pending_files": pending[:20], "pending_count": len(pending)},
+            "semantic_index": {
+                "enabled": self.vectors is not None,
+                "backend": self.vectors.description if self.vectors is not None else None,
+                "pending_files": len(vector_pending) if self.vectors is not None else 0,
+                "model": getattr(self.embedder, "name", None),
+                "model_loaded": bool(getattr(self.embedder, "loaded", False)),
+                "error": self.vector_error,
+            },
+            "indexing": dict(self.indexer.progress),
+            "problem_files": problems,
+            "notes": list(self.indexer.notes),
+        }
+        if self.config_error:
+            out["config_error"] = self.config_error
+        return out

@@ -1,0 +1,158 @@
+"""Settings: defaults, overridden by `<root>/memory.yaml`.
+
+Every ranking weight is a named setting here; the LoCoMo benchmark (bench/locomo.py) chose the defaults.
+Unknown keys are an error (a typo should not silently do nothing).
+
+    # memory.yaml
+    search:
+      default_k: 6
+    ranking:
+      semantic_weight: 1.0
+    vectors:
+      backend: http          # use a Chroma server instead of the embedded store
+      url: http://127.0.0.1:8000
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+from .store import DEFAULT_MAX_FILE_BYTES, SETTINGS_FILE
+
+
+@dataclass
+class IndexSettings:
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_chunk_chars: int = 1500  # longer blocks are split on line boundaries
+    watch_debounce_seconds: float = 0.3
+
+
+@dataclass
+class SearchSettings:
+    default_k: int = 6
+    max_k: int = 50
+    hit_chars: int = 700  # text of one hit is cut to this many characters around the match
+    budget_chars: int = 5000  # all hits' text together (about 1,250 tokens plus metadata)
+    candidate_pool: int = 60  # candidates taken from each retriever before fusion
+
+
+@dataclass
+class RankingSettings:
+    rrf_k: float = 60.0
+    semantic_weight: float = 1.0
+    keyword_weight: float = 1.0
+    # Added to the fused score per layer: curated topics win ties against sessions, sessions against transcripts.
+    topic_bonus: float = 0.002
+    session_bonus: float = 0.0
+    transcript_bonus: float = -0.002
+    recency_weight: float = 0.1  # share of a session's score that decays with age (topics never decay)
+    recency_half_life_days: float = 90.0
+    same_file_penalty: float = 0.9  # each further hit from an already-chosen file is multiplied by this
+    duplicate_similarity: float = 0.97  # hits more similar than this to a chosen one are dropped
+
+
+@dataclass
+class EmbeddingSettings:
+    model_dir: str | None = None  # folder with model.onnx + tokenizer.json; default: the installed package
+    batch_size: int = 32
+    threads: int | None = None
+
+
+@dataclass
+class VectorSettings:
+    backend: str = "persistent"  # "persistent" (under .memory/chroma) or "http" (a Chroma server)
+    url: str | None = None  # for http: e.g. http://127.0.0.1:8000
+    token: str | None = None  # for http: sent as a bearer token (hosted Chroma)
+    collection: str = "memory"
+
+
+@dataclass
+class TranscriptSettings:
+    # Claude Code's transcripts for this project; searched only when a query asks for layer "transcript".
+    dir: str | None = None
+
+
+@dataclass
+class DreamSettings:
+    min_hours: float = 24.0
+    min_sessions: int = 5
+
+
+@dataclass
+class Settings:
+    index: IndexSettings = field(default_factory=IndexSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    ranking: RankingSettings = field(default_factory=RankingSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    vectors: VectorSettings = field(default_factory=VectorSettings)
+    transcripts: TranscriptSettings = field(default_factory=TranscriptSettings)
+    dream: DreamSettings = field(default_factory=DreamSettings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def load_settings(root: Path) -> Settings:
+    """Read `<root>/memory.yaml` over the defaults; raise ConfigError naming the file and key at fault."""
+    path = Path(root) / SETTINGS_FILE
+    settings = Settings()
+    if not path.exists():
+        return settings
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid YAML ({exc}); fix it or delete it to use the defaults") from exc
+    if raw is None:
+        return settings
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must be a mapping of sections (index, search, ranking, ...)")
+    apply_overrides(settings, raw, source=str(path))
+    return settings
+
+
+def apply_overrides(settings: Settings, raw: dict[str, Any], *, source: str = "settings") -> None:
+    """Apply a nested mapping onto `settings`, type-checking each value."""
+    for section_name, values in raw.items():
+        section = getattr(settings, str(section_name), None)
+        if section is None or not dataclasses.is_dataclass(section):
+            known = ", ".join(f.name for f in dataclasses.fields(settings))
+            raise ConfigError(f"{source}: unknown section {section_name!r}; known sections: {known}")
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: section {section_name!r} must be a mapping")
+        fields = {f.name: f for f in dataclasses.fields(section)}
+        for key, value in values.items():
+            if key not in fields:
+                raise ConfigError(
+                    f"{source}: unknown setting {section_name}.{key}; known: {', '.join(sorted(fields))}"
+                )
+            default = getattr(type(section)(), key)
+            setattr(section, key, _coerce(value, default, f"{section_name}.{key}", source))
+
+
+def _coerce(value: Any, default: Any, name: str, source: str) -> Any:
+    if value is None or default is None:
+        if value is not None and not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{source}: {name} must be a string or number")
+        return os.path.expanduser(value) if isinstance(value, str) else value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {name} must be true or false")
+        return value
+    if isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{source}: {name} must be a number, got {value!r}")
+        return type(default)(value) if isinstance(default, float) else int(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: {name} must be a string, got {value!r}")
+        return value
+    return value
