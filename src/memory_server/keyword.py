@@ -20,6 +20,9 @@ from .fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
 from .markdown import Chunk
 
 TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# Scripts written without spaces: unicode61 makes one token of a whole run, so a word inside it can only
+# be found by a substring scan.
+UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
 SPACE = re.compile(r"\s+")
 MAX_TERMS = 64  # a 100 KB query still makes a bounded MATCH expression
 
@@ -145,6 +148,8 @@ def exact_search(
         return hits
     pool = max(k * 4, 50)
     take(match(fts, quote(" ".join(words)), pool * 4, layers, after, before), "phrase", verify=True)
+    if len(hits) < k and UNSPACED.search(query):
+        take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
     if len(hits) < k and len(words) > 1:
         take(match(fts, " AND ".join(quote(t) for t in dict.fromkeys(words)), pool, layers, after, before), "all_terms")
     if len(hits) < k:

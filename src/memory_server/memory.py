@@ -258,7 +258,7 @@ class Memory:
                 "backend": self.vectors.description if self.vectors is not None else None,
                 "pending_files": len(vector_pending) if self.vectors is not None else 0,
                 "model": getattr(self.embedder, "name", None),
-                "model_loaded": bool(getattr(self.embedder, "loaded", False)),
+                "model_loaded": bool(getattr(self.embedder, "is_loaded", False)),
                 "error": self.vector_error,
             },
             "indexing": dict(self.indexer.progress),

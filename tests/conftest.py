@@ -1,0 +1,101 @@
+"""Shared fixtures: small real memory roots in tmp_path, and a deterministic fake embedder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/mcp_client.py
+
+from memory_server import Memory  # noqa: E402
+from memory_server.embedder import FakeEmbedder  # noqa: E402
+from memory_server.scaffold import init_root  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+PRINTER_TOPIC = """\
+---
+title: Printer
+description: How the 3D printer is set up
+updated: 2026-03-01
+tags: [hardware, klipper]
+---
+# Printer
+
+The printer runs Klipper on 192.168.1.50. After editing printer.cfg, send `SAVE_CONFIG`.
+
+## Belts
+
+- Belt tension: tightened the X belt until it twangs at 110 Hz.
+- Error code E-1042 means the endstop did not trigger.
+
+## Firmware
+
+```bash
+make menuconfig && make flash FLASH_DEVICE=/dev/ttyACM0
+```
+"""
+
+TOOLING_TOPIC = """\
+---
+title: Tooling
+description: Build and test tools
+updated: 2026-02-10
+---
+# Tooling
+
+We package the project with poetry and run the tests with pytest.
+"""
+
+SESSION = """\
+---
+session_id: abcd1234-0000-0000-0000-000000000000
+started: 2026-03-02T10:00:00Z
+ended: 2026-03-02T11:00:00Z
+---
+# Belt tuning
+
+## Requests
+
+- We tried loosening the belt because of ringing; it made it worse.
+- Check the `SAVE_CONFIG` step again.
+"""
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
+    r = tmp_path / "memory"
+    init_root(r)
+    write(r, "topics/printer.md", PRINTER_TOPIC)
+    write(r, "topics/tooling.md", TOOLING_TOPIC)
+    write(r, "sessions/compressed/2026/2026-03-02-abcd1234-belt-tuning.md", SESSION)
+    return r
+
+
+@pytest.fixture
+def memory(root: Path):
+    """Memory over `root` with the keyword index only (no model, no Chroma)."""
+    m = Memory(root, embedder=False)
+    m.index()
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def fake_memory(root: Path):
+    """Memory over `root` with a real embedded Chroma and the deterministic fake embedder."""
+    m = Memory(root, embedder=FakeEmbedder())
+    m.index()
+    yield m
+    m.close()
