@@ -19,6 +19,7 @@ from .watcher import Watcher
 log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 60.0
+INITIAL_RETRY_SECONDS = 2.0
 
 
 class Background:
@@ -64,7 +65,9 @@ class Background:
 
     def _run(self) -> None:
         self._sync(None, vectors=False)
-        self._sync(None)
+        # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
+        while not self._sync(None) and not self._stop.wait(INITIAL_RETRY_SECONDS):
+            pass
         if self.watch and not self._stop.is_set():
             self._watcher = Watcher(
                 self.memory.root,

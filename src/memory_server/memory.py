@@ -232,6 +232,16 @@ class Memory:
         pending.extend(p for p in known if p not in on_disk)
         return sorted(pending)
 
+    def _vector_count(self) -> int | None:
+        """Vectors in Chroma, when this process has it open (status never loads Chroma just to count)."""
+        if self.vectors is None or not self.vectors.is_open:
+            return None
+        try:
+            return self.vectors.count()
+        except VectorStoreError as exc:
+            self.vector_error = str(exc)
+            return None
+
     def status(self) -> dict[str, Any]:
         """Counts, index freshness, problem files, and what is running."""
         files = self.fts.files()
@@ -257,6 +267,7 @@ class Memory:
                 "enabled": self.vectors is not None,
                 "backend": self.vectors.description if self.vectors is not None else None,
                 "pending_files": len(vector_pending) if self.vectors is not None else 0,
+                "vectors": self._vector_count(),
                 "model": getattr(self.embedder, "name", None),
                 "model_loaded": bool(getattr(self.embedder, "is_loaded", False)),
                 "error": self.vector_error,

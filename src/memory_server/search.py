@@ -201,6 +201,8 @@ def _where(layers: Sequence[str], after: str | None, before: str | None) -> dict
         clauses.append({"date_num": {"$gte": date_number(after)}})
     if before:
         clauses.append({"date_num": {"$lte": date_number(before)}})
+        if not after:
+            clauses.append({"date_num": {"$gt": 0}})  # undated chunks match no date filter
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
@@ -237,7 +239,7 @@ def _diversify(
         score, chunk = remaining.pop(best_i)
         key = normalise(chunk.text)
         vec = vecs.get(chunk.id)
-        if key in seen_text or (
+        if (ranking.duplicate_similarity <= 1.0 and key in seen_text) or (
             vec is not None and chosen_vecs and max(float(v @ vec) for v in chosen_vecs) > ranking.duplicate_similarity
         ):
             continue

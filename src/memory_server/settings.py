@@ -81,8 +81,37 @@ class TranscriptSettings:
 
 @dataclass
 class DreamSettings:
-    min_hours: float = 24.0
-    min_sessions: int = 5
+    # The due-gate: a dream is due when both hold.
+    min_hours: float = 24.0  # since the last dream
+    min_sessions: int = 5  # compressed sessions closed since (not yet processed by a dream)
+    lock_wait_seconds: float = 5.0  # a second `dream run` waits this long for the first, then gives up
+    # Scoring: score = prior of the kind + sum of weight * signal (each signal in 0..1); proposed when
+    # score >= min_score (and, for lessons, the error shows in lesson_min_sessions sessions or more).
+    min_score: float = 0.5
+    prior_drift: float = 0.3  # a session contradicts what a topic says today
+    prior_lesson: float = 0.2  # an error that recurs in several sessions
+    prior_decision: float = 0.1  # a decision or rule stated in a session
+    prior_stale: float = 0.0  # a topic whose subject keeps coming up while it does not change
+    weight_support: float = 0.4  # sessions that support the candidate, / support_cap
+    weight_recency: float = 0.25  # halves every recency_half_life_days since the newest evidence
+    weight_recall_count: float = 0.15  # searches whose hits held the evidence, / recall_count_cap
+    weight_recall_quality: float = 0.1  # how high those hits scored, relative to the best hit of the search
+    weight_distinct_queries: float = 0.1  # distinct query keys among those searches, / distinct_queries_cap
+    support_cap: int = 3
+    recall_count_cap: int = 5
+    distinct_queries_cap: int = 3
+    recency_half_life_days: float = 30.0
+    # Gathering.
+    lesson_min_sessions: int = 2  # an error becomes a lesson when it shows in this many sessions
+    error_similarity: float = 0.5  # share of content words two error lines must share to be "the same"
+    topic_match_min: float = 0.3  # share of a statement's content words a topic section must hold
+    topic_semantic_min: float = 0.5  # or: cosine similarity of statement and topic section (semantic)
+    decisions_topic: str = "decisions"  # new topic for decisions no existing topic matches
+    stale_min_sessions: int = 3  # sessions mentioning a topic's subject since it last changed
+    stale_min_days: float = 14.0  # and the topic is at least this old
+    gap_min_asks: int = 3  # a query asked this often that never found anything good is a knowledge gap
+    gap_min_coverage: float = 0.5  # "good": a hit holding this share of the query's content words
+    recall_max_events: int = 5000  # the recall log keeps this many latest searches
 
 
 @dataclass

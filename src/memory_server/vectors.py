@@ -52,6 +52,10 @@ class VectorIndex:
             return f"chroma server {self.settings.url}"
         return f"chroma persistent {self.persist_dir}"
 
+    @property
+    def is_open(self) -> bool:
+        return self._collection is not None
+
     def _open(self) -> Any:
         with self._lock:
             if self._collection is not None:
