@@ -140,6 +140,58 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compress(args: argparse.Namespace) -> int:
+    from .compress import compress_all, compress_transcript
+    from .store import MemoryRoot
+
+    root = MemoryRoot(root_path(args))
+    written = []
+    if args.all:
+        bar = ProgressBar()
+        try:
+            written = compress_all(Path(args.all).expanduser(), root, progress=lambda d, t: bar("compressing", d, t))
+        finally:
+            bar.close()
+    for transcript in args.transcripts:
+        written.extend(compress_transcript(Path(transcript).expanduser(), root))
+    if not args.all and not args.transcripts:
+        raise MemoryServerError("give a transcript (.jsonl) to compress, or --all DIR to backfill a project")
+    for path in written:
+        print(root.relpath(path))
+    if not written:
+        print("nothing new to compress", file=sys.stderr)
+    return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    """Claude Code hook entry point: read the hook's JSON on stdin; never fail the person's session."""
+    try:
+        raw = sys.stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            raise ValueError("hook input is not a JSON object")
+    except (ValueError, OSError) as exc:
+        print(f"memory-server hook {args.event}: unreadable hook input ({exc}); ignored", file=sys.stderr)
+        return 0
+    try:
+        root = root_path(args)
+        if args.event == "session-start":
+            from .hooks_start import session_start
+
+            text = session_start(payload, root)
+            if text:
+                print(text)
+            return 0
+        from .hooks_sessions import pre_compact, session_end
+        from .store import MemoryRoot
+
+        handler = session_end if args.event == "session-end" else pre_compact
+        handler(payload, MemoryRoot(root))
+    except Exception as exc:  # a hook must never break the session; say what happened on stderr
+        print(f"memory-server hook {args.event}: {exc}", file=sys.stderr)
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------------------------------
 
 
@@ -191,6 +243,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("status", cmd_status, "show counts, index freshness and problems", "What memory_status returns.")
     p.add_argument("--json", action="store_true", help="print as JSON")
+
+    p = add(
+        "compress",
+        cmd_compress,
+        "write compressed sessions for Claude Code transcripts",
+        "Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL). Never overwrites: "
+        "an unchanged transcript is skipped, a transcript that grew gets a continuation file. --all DIR "
+        "backfills every transcript of a project folder (e.g. ~/.claude/projects/<project>).",
+    )
+    p.add_argument("transcripts", nargs="*", help="transcript files (.jsonl)")
+    p.add_argument("--all", metavar="DIR", help="compress every transcript under DIR")
+
+    p = add(
+        "hook",
+        cmd_hook,
+        "Claude Code hook entry points (read the hook JSON on stdin)",
+        "Claude Code hooks. session-start: print a short line when a /dream is due (else nothing). "
+        "session-end and pre-compact: compress the session's transcript in a detached background process "
+        "and return at once. A hook never fails the session: problems go to stderr, exit status 0.",
+    )
+    p.add_argument("event", choices=["session-start", "session-end", "pre-compact"])
 
     add(
         "init",

@@ -20,7 +20,7 @@ from .markdown import Chunk
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS files(
     status TEXT NOT NULL DEFAULT 'ok',      -- ok | degraded | skipped
     message TEXT NOT NULL DEFAULT '',
     chunks INTEGER NOT NULL DEFAULT 0,
-    vectors_sha256 TEXT                     -- content whose vectors are in Chroma; NULL = not yet
+    vectors_sha256 TEXT,                    -- content whose vectors are in Chroma; NULL = not yet
+    source TEXT                             -- transcripts only: the real JSONL file
 );
 CREATE TABLE IF NOT EXISTS chunks(
     rowid INTEGER PRIMARY KEY,
@@ -79,6 +80,7 @@ class FileRecord:
     message: str
     chunks: int
     vectors_sha256: str | None
+    source: str | None = None
 
 
 def row_to_chunk(row: Sequence) -> Chunk:
@@ -206,7 +208,7 @@ class FtsIndex:
         """Replace a file's manifest row and all its chunks (call inside a transaction)."""
         c = self.conn()
         c.execute("DELETE FROM chunks WHERE path=?", (record.path,))
-        c.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)", tuple(record.__dict__.values()))
+        c.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tuple(record.__dict__.values()))
         c.executemany(
             "INSERT OR REPLACE INTO chunks(id, path, layer, start_line, end_line, title, heading, date, text) "
             "VALUES (?,?,?,?,?,?,?,?,?)",

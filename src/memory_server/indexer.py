@@ -27,6 +27,7 @@ from .fts import CorruptIndexError, FileRecord, FtsIndex
 from .markdown import Chunk, parse_document
 from .settings import Settings
 from .store import FileSkipped, MemoryRoot, layer_of
+from .transcript_index import transcript_chunks, transcript_sources
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class Indexer:
         self.vector_generation = -1  # the index generation this process's Chroma view reflects
         self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
+        self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
 
     # -- recovery -----------------------------------------------------------------------------
@@ -163,7 +165,10 @@ class Indexer:
 
     def _wanted(self, paths: Iterable[str] | None) -> dict[str, str]:
         if paths is None:
-            return dict(self.root.memory_files())
+            self._transcripts = transcript_sources(self.root, self.settings)
+            wanted = dict(self.root.memory_files())
+            wanted.update({virtual: "transcript" for virtual in self._transcripts})
+            return wanted
         out: dict[str, str] = {}
         for rel in paths:
             layer = layer_of(rel)
@@ -177,6 +182,7 @@ class Indexer:
         if paths is None:
             gone = [p for p in known if p not in wanted]
         else:
+            known = {p: r for p, r in known.items() if p in wanted}
             gone = [p for p in wanted if p in known and not (self.root.path / p).is_file()]
             wanted = {p: l for p, l in wanted.items() if (self.root.path / p).is_file()}
         total = len(wanted)
@@ -201,7 +207,7 @@ class Indexer:
         self._set_progress("reading files", total, total, progress)
 
     def _rebuild_keyword(self, report: SyncReport, progress: Progress | None) -> None:
-        wanted = dict(self.root.memory_files())
+        wanted = self._wanted(None)
         self.fts.begin()
         try:
             self.fts.clear()  # readers keep seeing the old index until this transaction commits
@@ -216,6 +222,9 @@ class Indexer:
         self._set_progress("reading files", len(wanted), len(wanted), progress)
 
     def _sync_file(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport) -> None:
+        if layer == "transcript":
+            self._sync_transcript(rel, old, report)
+            return
         path = self.root.path / rel
         try:
             st = os.stat(path)
@@ -261,10 +270,34 @@ class Indexer:
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
 
+    def _sync_transcript(self, virtual: str, old: FileRecord | None, report: SyncReport) -> None:
+        source = self._transcripts.get(virtual)
+        try:
+            st = os.stat(source) if source is not None else None
+        except OSError:
+            st = None
+        if source is None or st is None:
+            if old is not None:
+                self.fts.remove_file(virtual)
+                report.removed.append(virtual)
+            return
+        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            report.unchanged += 1
+            return
+        report.files_read += 1
+        chunks, title, date = transcript_chunks(virtual, source)
+        sha = f"{st.st_size}:{st.st_mtime_ns}"  # transcripts only grow; never embedded, so no content hash
+        record = FileRecord(virtual, "transcript", st.st_size, st.st_mtime_ns, sha, title, date, "ok", "",
+                            len(chunks), sha, str(source))
+        self.fts.replace_file(record, chunks)
+        (report.added if old is None else report.updated).append(virtual)
+
     def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
         assert self.vectors is not None and self.embedder is not None
         pending = [
-            f for f in self.fts.files().values() if f.status != "skipped" and f.vectors_sha256 != f.sha256
+            f
+            for f in self.fts.files().values()
+            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
         ]
         total = sum(f.chunks for f in pending)
         done = 0

@@ -19,6 +19,7 @@ from .embedder import Embedder, MiniLMEmbedder
 from .errors import ConfigError, MemoryServerError, NotFoundError, PathRefusedError, VectorStoreError
 from .fts import FtsIndex
 from .indexer import Indexer, Progress, SyncReport, default_index_paths
+from . import transcript_index
 from .embed_cache import EmbeddingCache
 from .markdown import iso_date, split_front_matter
 from .search import Hit, search_exact, search_hybrid, validate
@@ -156,7 +157,10 @@ class Memory:
     # -- reading ----------------------------------------------------------------------------------
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
-        """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root."""
+        """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
+        `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines."""
+        if isinstance(path, str) and path.startswith(transcript_index.PREFIX):
+            return self._read_transcript(path, start_line, end_line)
         rel = self.root.relpath(self.root.resolve(path))
         if rel.split("/")[0] == STATE_DIR:
             raise PathRefusedError(f"{path!r} is derived index state, not memory; read the Markdown files instead")
@@ -189,6 +193,23 @@ class Memory:
         if end < (total if end_line is None else min(end_line, total)):
             out["more"] = f"truncated: call read_memory with start_line={end + 1} for the rest"
         return out
+
+    def _read_transcript(self, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+        record = self.fts.file(virtual)
+        if record is None or not record.source:
+            raise NotFoundError(
+                f"no indexed transcript {virtual!r}: use a path from a search_exact hit with layers=['transcript']"
+            )
+        source = transcript_index.confine(Path(record.source), self.settings)
+        lines = transcript_index.read_transcript(source, start_line, end_line)
+        text, used = [], 0
+        for line in lines:
+            if used + len(line) > READ_MAX_CHARS and text:
+                text.append("… truncated: ask for a narrower line range")
+                break
+            text.append(line)
+            used += len(line) + 1
+        return {"path": virtual, "start_line": start_line or 1, "end_line": end_line, "text": "\n".join(text)}
 
     def list_topics(self) -> list[dict[str, Any]]:
         """Every topic file with its title, description, updated date and tags (from front matter)."""
@@ -229,7 +250,7 @@ class Memory:
                 continue
             if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
                 pending.append(rel)
-        pending.extend(p for p in known if p not in on_disk)
+        pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer != "transcript")
         return sorted(pending)
 
     def _vector_count(self) -> int | None:
@@ -246,7 +267,11 @@ class Memory:
         """Counts, index freshness, problem files, and what is running."""
         files = self.fts.files()
         counts = self.fts.counts()
-        vector_pending = [f.path for f in files.values() if f.status != "skipped" and f.vectors_sha256 != f.sha256]
+        vector_pending = [
+            f.path
+            for f in files.values()
+            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
+        ]
         problems = [
             {"path": f.path, "status": f.status, "reason": f.message}
             for f in sorted(files.values(), key=lambda f: f.path)
