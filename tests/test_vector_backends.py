@@ -109,7 +109,7 @@ def test_paraphrase_and_precedence_with_the_real_model(root: Path, settings: Set
     )
     m = Memory(root, settings=settings, embedder=MiniLMEmbedder())
     m.index()
-    hits, mode = m.search_memory("which day of the week does the test environment get released?", k=3)
+    hits, mode = m.search_memory("on which weekday does the pre-production environment go out?", k=3)
     assert mode == "hybrid" and hits[0].path == "topics/deploy.md"
     hits, _ = m.search_memory("how taut is the X axis strap?", k=1, layers=["topic"])
     assert hits[0].path == "topics/printer.md"

@@ -23,11 +23,25 @@ from .errors import (
     TranscriptError,
     VectorStoreError,
 )
-from .memory import Memory
-from .search import Hit
-from .settings import Settings, load_settings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .memory import Memory
+    from .search import Hit
+    from .settings import Settings, load_settings
 
 __version__ = "0.1.0"
+
+_LAZY = {"Memory": "memory", "Hit": "search", "Settings": "settings", "load_settings": "settings"}
+
+
+def __getattr__(name: str):
+    # Imported on first use, so the hooks and the command line start without numpy or the MCP SDK.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Memory",

@@ -128,6 +128,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dream(args: argparse.Namespace) -> int:
+    from . import dream_cli
+
+    return int(dream_cli.dispatch(args, root_path(args)) or 0)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from .scaffold import init_root
 
@@ -264,6 +270,19 @@ def build_parser() -> argparse.ArgumentParser:
         "and return at once. A hook never fails the session: problems go to stderr, exit status 0.",
     )
     p.add_argument("event", choices=["session-start", "session-end", "pre-compact"])
+
+    p = add(
+        "dream",
+        cmd_dream,
+        "the /dream consolidation pass and its review",
+        "Consolidate recent sessions into a reviewable diff against topics/ (never applied by itself). "
+        "status: is a dream due and why; run: one pass over the unprocessed sessions; show [ID]: the "
+        "proposal and its report; apply ID [--hunks N,M]: apply it (all or nothing); reject ID [--hunks N,M]: "
+        "reject it (remembered, not proposed again).",
+    )
+    from . import dream_cli
+
+    dream_cli.configure(p, parents=[common])
 
     add(
         "init",

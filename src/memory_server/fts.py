@@ -20,7 +20,7 @@ from .markdown import Chunk
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     text, heading, title, content='chunks', content_rowid='rowid',
-    tokenize="unicode61 remove_diacritics 2"
+    tokenize="porter unicode61 remove_diacritics 2"
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, text, heading, title) VALUES (new.rowid, new.text, new.heading, new.title);

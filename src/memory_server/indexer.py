@@ -24,7 +24,7 @@ from .embed_cache import EmbeddingCache
 from .embedder import Embedder
 from .errors import LockedError
 from .fts import CorruptIndexError, FileRecord, FtsIndex
-from .markdown import Chunk, parse_document
+from .markdown import EMBED_RECIPE, Chunk, parse_document
 from .settings import Settings
 from .store import FileSkipped, MemoryRoot, layer_of
 from .transcript_index import transcript_chunks, transcript_sources
@@ -137,6 +137,7 @@ class Indexer:
             else:
                 self._sync_keyword(report, paths, progress)
             if self.vectors is not None and self.embedder is not None and vectors:
+                self._check_recipe(rebuild)
                 self._sync_vectors(report, progress)
             if report.changed or report.vectors_written or rebuild:
                 self.fts.bump_generation()
@@ -144,6 +145,20 @@ class Indexer:
         report.seconds = time.monotonic() - started
         self._set_progress("idle", 0, 0)
         return report
+
+    def _check_recipe(self, rebuilt: bool) -> None:
+        """Start the vectors afresh when the model or what it is shown changed since they were made."""
+        assert self.vectors is not None and self.embedder is not None
+        recipe = f"{self.embedder.name}|{EMBED_RECIPE}"
+        if self.fts.get_meta("vector_recipe") == recipe:
+            return
+        if not rebuilt and self.fts.get_meta("vector_recipe") is not None:
+            note = "the embedding model or chunk context changed; re-embedding every chunk"
+            log.warning(note)
+            self.notes.append(note)
+            self.vectors.reset()
+        self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+        self.fts.set_meta("vector_recipe", recipe)
 
     def _refresh_vector_view(self) -> None:
         # Another process may have written vectors since our Chroma client loaded them; a stale in-memory

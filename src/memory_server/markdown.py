@@ -22,6 +22,9 @@ ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
 SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 LIST_ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)")
 THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
+# Bump when Chunk.embed_text() changes: the indexer then re-embeds every chunk.
+EMBED_RECIPE = "2"
+EMPHASIS = re.compile(r"\*\*|__")
 DATE_PREFIX = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -43,7 +46,8 @@ class Chunk:
         """What the embedder sees: the chunk with the context a reader would have (title, heading, date)."""
         context = " > ".join(p for p in (self.title, self.heading) if p)
         prefix = f"{context} ({self.date})" if self.date else context
-        return f"{prefix}\n{self.text}" if prefix else self.text
+        body = EMPHASIS.sub("", self.text)  # ** and __ are noise to the tokenizer, not meaning
+        return f"{prefix}\n{body}" if prefix else body
 
 
 @dataclass

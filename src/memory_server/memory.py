@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,8 +19,11 @@ from .errors import ConfigError, MemoryServerError, NotFoundError, PathRefusedEr
 from .fts import FtsIndex
 from .indexer import Indexer, Progress, SyncReport, default_index_paths
 from . import transcript_index
-from .embed_cache import EmbeddingCache
-from .markdown import iso_date, split_front_matter
+from .dream_gate import DreamGate
+from .embed_cache import EmbeddingCache, text_key
+from .markdown import Chunk, iso_date, split_front_matter
+from .memory_index import check_memory_index, find_topic_paths, memory_index_notes
+from .recall import RecallLog
 from .search import Hit, search_exact, search_hybrid, validate
 from .settings import Settings, load_settings
 from .store import STATE_DIR, MemoryRoot
@@ -67,7 +69,7 @@ class Memory:
             self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path)
         )
         self.vector_error: str | None = None
-        self._read_lock = threading.Lock()
+        self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
     @classmethod
     def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> "Memory":
@@ -81,6 +83,7 @@ class Memory:
             return memory
 
     def close(self) -> None:
+        self.recall.close()
         self.fts.close()
         self.indexer.cache.close()
         if self.vectors is not None:
@@ -116,7 +119,9 @@ class Memory:
     ) -> list[Hit]:
         """Literal search: the query as typed, then all its terms, then any, by BM25."""
         q = validate(query, k, layers, after, before, self.settings.search)
-        return search_exact(self.fts, q, self.settings.search)
+        hits = search_exact(self.fts, q, self.settings.search)
+        self.recall.record("search_exact", query, hits)
+        return hits
 
     def search_memory(
         self,
@@ -131,13 +136,26 @@ class Memory:
         q = validate(query, k, layers, after, before, self.settings.search)
         vectors = self.vectors if self._vectors_usable() else None
         try:
-            return search_hybrid(self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking)
-        except (VectorStoreError, MemoryServerError) as exc:
-            if vectors is None or not isinstance(exc, VectorStoreError):
+            hits, mode = search_hybrid(
+                self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
+                vector_lookup=self._cached_vectors,
+            )
+        except VectorStoreError as exc:
+            if vectors is None:
                 raise
             self.vector_error = str(exc)
             log.warning("semantic index unavailable, answering from keywords: %s", exc)
-            return search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
+            hits, mode = search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
+        self.recall.record("search_memory", query, hits)
+        return hits, mode
+
+    def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, Any]:
+        """Stored vectors of chunks, from the embedding cache (no model call)."""
+        if self.embedder is None or not chunks:
+            return {}
+        keys = {c.id: text_key(self.embedder.name, c.embed_text()) for c in chunks}
+        found = self.indexer.cache.get_many(list(set(keys.values())))
+        return {cid: found[key] for cid, key in keys.items() if key in found}
 
     def _vectors_usable(self) -> bool:
         if self.vectors is None or self.embedder is None:
@@ -301,6 +319,17 @@ class Memory:
             "problem_files": problems,
             "notes": list(self.indexer.notes),
         }
+        out["dream"] = self._dream_status()
+        index_report = check_memory_index(self.root.path, find_topic_paths(self.root.path))
+        out["memory_index"] = index_report
+        out["notes"].extend(memory_index_notes(index_report))
         if self.config_error:
             out["config_error"] = self.config_error
         return out
+
+    def _dream_status(self) -> dict[str, Any]:
+        try:
+            due, reason = DreamGate(self.root.path, self.settings).due()
+        except MemoryServerError as exc:
+            return {"due": False, "reason": str(exc)}
+        return {"due": due, "reason": reason, "how": "run /dream (memory-server dream run)" if due else None}

@@ -1,7 +1,8 @@
 """Ranked hits from the indices: literal search, and meaning-based search fused with the keyword signal.
 
 Ranking (every weight is a setting in `ranking:`):
-- reciprocal-rank fusion of the semantic and BM25 candidate lists;
+- fusion of the semantic and BM25 candidate lists (normalised scores, or reciprocal ranks);
+- session routing: candidates from the file that answers best rise together;
 - precedence: a per-layer bonus, so on equal relevance a topic beats a session, a session a transcript;
 - recency inside a layer: part of a session's score decays with its age (topics never decay);
 - diversity: each further hit from a file already chosen is damped, near-duplicates are dropped.
@@ -13,7 +14,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -159,8 +160,11 @@ def search_hybrid(
     ranking: RankingSettings,
     *,
     today: dt.date | None = None,
+    vector_lookup: Callable[[list[Chunk]], dict[str, np.ndarray]] | None = None,
 ) -> tuple[list[Hit], str]:
-    """Meaning-based search fused with BM25. Returns (hits, mode) where mode says which signals answered."""
+    """Meaning-based search fused with BM25. Returns (hits, mode) where mode says which signals answered.
+
+    `vector_lookup` gives the stored vectors of keyword-only candidates, so diversity treats them alike."""
     pool = max(search.candidate_pool, q.k * 3)
     keyword = keyword_candidates(fts, q.text, pool, q.layers, q.after, q.before) if ranking.keyword_weight else []
     semantic: list[tuple[str, float, np.ndarray | None]] = []
@@ -170,27 +174,57 @@ def search_hybrid(
         qvec = embedder.embed([q.text])[0]
         semantic = vectors.query(qvec, pool, _where(semantic_layers, q.after, q.before))
         mode = "hybrid" if ranking.keyword_weight else "semantic"
-    scores: dict[str, float] = {}
-    vecs: dict[str, np.ndarray | None] = {}
-    for rank, (cid, _sim, vec) in enumerate(semantic):
-        scores[cid] = scores.get(cid, 0.0) + ranking.semantic_weight / (ranking.rrf_k + rank + 1)
-        vecs[cid] = vec
-    chunks: dict[str, Chunk] = {}
-    for rank, (chunk, _bm25) in enumerate(keyword):
-        scores[chunk.id] = scores.get(chunk.id, 0.0) + ranking.keyword_weight / (ranking.rrf_k + rank + 1)
-        chunks[chunk.id] = chunk
-    missing = [cid for cid in scores if cid not in chunks]
-    chunks.update(fts.chunks_by_id(missing))  # vectors whose chunk is gone (a stale entry) drop out here
+    vecs = {cid: vec for cid, _sim, vec in semantic}
+    chunks = {chunk.id: chunk for chunk, _bm25 in keyword}
+    scores = fuse([(cid, sim) for cid, sim, _ in semantic], [(c.id, s) for c, s in keyword], ranking)
+    chunks.update(fts.chunks_by_id([cid for cid in scores if cid not in chunks]))
+    scores = {cid: s for cid, s in scores.items() if cid in chunks}  # a stale vector whose chunk is gone
+    route_by_file(scores, chunks, ranking)
+    if semantic and vector_lookup is not None and ranking.mmr_weight:
+        vecs.update(vector_lookup([chunks[cid] for cid in scores if cid not in vecs]))
     today = today or dt.date.today()
-    ranked = []
-    for cid, score in scores.items():
-        chunk = chunks.get(cid)
-        if chunk is None:
-            continue
-        ranked.append((_adjust(score, chunk, ranking, today), chunk))
+    ranked = [(_adjust(score, chunks[cid], ranking, today), chunks[cid]) for cid, score in scores.items()]
     chosen = _diversify(ranked, vecs, q.k, ranking)
     hits = [_hit(chunk, score) for score, chunk in chosen]
     return fit_budget(hits, terms(q.text), search), mode
+
+
+def fuse(
+    semantic: list[tuple[str, float]], keyword: list[tuple[str, float]], ranking: RankingSettings
+) -> dict[str, float]:
+    """Combine the two ranked candidate lists (best first) into one score per chunk id."""
+    scores: dict[str, float] = {}
+    if ranking.fusion == "rrf":
+        for weight, ranked in ((ranking.semantic_weight, semantic), (ranking.keyword_weight, keyword)):
+            for rank, (cid, _score) in enumerate(ranked):
+                scores[cid] = scores.get(cid, 0.0) + weight / (ranking.rrf_k + rank + 1)
+        return scores
+    if ranking.fusion != "score":
+        raise QueryError(f"ranking.fusion is {ranking.fusion!r}: use 'score' or 'rrf' in memory.yaml")
+    if semantic:
+        best, worst = semantic[0][1], semantic[-1][1]
+        span = max(best - worst, 1e-9)
+        for cid, sim in semantic:
+            scores[cid] = scores.get(cid, 0.0) + ranking.semantic_weight * (sim - worst) / span
+    if keyword:
+        best = max(keyword[0][1], 1e-9)
+        for cid, bm25 in keyword:
+            scores[cid] = scores.get(cid, 0.0) + ranking.keyword_weight * max(bm25, 0.0) / best
+    return scores
+
+
+def route_by_file(scores: dict[str, float], chunks: dict[str, Chunk], ranking: RankingSettings) -> None:
+    """Lift every candidate by how well its whole file answers (the sum of the file's best few scores)."""
+    if not scores or ranking.file_weight <= 0:
+        return
+    per_file: dict[str, list[float]] = {}
+    for cid, score in scores.items():
+        per_file.setdefault(chunks[cid].path, []).append(score)
+    strength = {path: sum(sorted(v, reverse=True)[: max(1, ranking.file_top)]) for path, v in per_file.items()}
+    best_file = max(strength.values()) or 1.0
+    best = max(scores.values())
+    for cid in scores:
+        scores[cid] += ranking.file_weight * strength[chunks[cid].path] / best_file * best
 
 
 def _where(layers: Sequence[str], after: str | None, before: str | None) -> dict[str, Any] | None:
@@ -217,37 +251,47 @@ def _adjust(score: float, chunk: Chunk, ranking: RankingSettings, today: dt.date
             age = 0
         decay = math.pow(0.5, age / max(ranking.recency_half_life_days, 1e-6))
         score *= 1.0 - ranking.recency_weight + ranking.recency_weight * decay
-    return score + bonus.get(chunk.layer, 0.0)
+    return score * (1.0 + bonus.get(chunk.layer, 0.0))
 
 
 def _diversify(
     ranked: list[tuple[float, Chunk]], vecs: dict[str, np.ndarray | None], k: int, ranking: RankingSettings
 ) -> list[tuple[float, Chunk]]:
-    """Greedy pick: damp further hits from a chosen file, drop near-duplicates of a chosen hit."""
+    """Greedy maximal-marginal-relevance pick: a candidate loses `mmr_weight` x best score x its cosine to
+    the closest hit already chosen (so near-repeats of one fact give way to other relevant passages);
+    once a file has its quota of hits, its further hits are damped by `same_file_penalty` (one file does not
+    fill the answer while other files are relevant); near-duplicates are dropped."""
     ranked.sort(key=lambda sc: (-sc[0], LAYER_RANK.get(sc[1].layer, 9), sc[1].path, sc[1].start_line))
+    remaining = ranked[: max(k * 5, 50)]
+    top = remaining[0][0] if remaining else 0.0
     chosen: list[tuple[float, Chunk]] = []
     per_file: dict[str, int] = {}
     seen_text: set[str] = set()
     chosen_vecs: list[np.ndarray] = []
-    remaining = ranked
+    closest: dict[str, float] = {}  # candidate id -> highest cosine to any chosen hit
+    quota = max(ranking.file_quota, math.ceil(k * ranking.file_share))
     while remaining and len(chosen) < k:
-        best_i, best_score = -1, -math.inf
+        best_i, best_eff = -1, -math.inf
         for i, (score, chunk) in enumerate(remaining):
-            eff = score * ranking.same_file_penalty ** per_file.get(chunk.path, 0)
-            if eff > best_score:
-                best_i, best_score = i, eff
+            eff = score * (ranking.same_file_penalty if per_file.get(chunk.path, 0) >= quota else 1.0)
+            eff -= ranking.mmr_weight * top * closest.get(chunk.id, 0.0)
+            if eff > best_eff:
+                best_i, best_eff = i, eff
         score, chunk = remaining.pop(best_i)
         key = normalise(chunk.text)
         vec = vecs.get(chunk.id)
-        if (ranking.duplicate_similarity <= 1.0 and key in seen_text) or (
-            vec is not None and chosen_vecs and max(float(v @ vec) for v in chosen_vecs) > ranking.duplicate_similarity
-        ):
+        nearest = closest.get(chunk.id, 0.0)
+        if ranking.duplicate_similarity <= 1.0 and (key in seen_text or nearest > ranking.duplicate_similarity):
             continue
         seen_text.add(key)
+        per_file[chunk.path] = per_file.get(chunk.path, 0) + 1
+        chosen.append((score, chunk))
         if vec is not None:
             chosen_vecs.append(vec)
-        per_file[chunk.path] = per_file.get(chunk.path, 0) + 1
-        chosen.append((best_score, chunk))
+            for _s, other in remaining:
+                ov = vecs.get(other.id)
+                if ov is not None:
+                    closest[other.id] = max(closest.get(other.id, 0.0), float(ov @ vec))
     return chosen
 
 

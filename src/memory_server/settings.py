@@ -45,16 +45,29 @@ class SearchSettings:
 
 @dataclass
 class RankingSettings:
+    # "score": each list's scores normalised (cosine min-max over the pool, BM25 / best BM25) and summed
+    # with the weights below; "rrf": reciprocal-rank fusion with constant rrf_k. LoCoMo chose "score".
+    fusion: str = "score"
     rrf_k: float = 60.0
     semantic_weight: float = 1.0
     keyword_weight: float = 1.0
-    # Added to the fused score per layer: curated topics win ties against sessions, sessions against transcripts.
-    topic_bonus: float = 0.002
+    # Session routing: a chunk gains file_weight x (its file's summed top-`file_top` scores, relative to the
+    # best file's) x the best fused score, so passages from the file that answers best rise together.
+    file_weight: float = 0.5
+    file_top: int = 3
+    # Precedence: the fused score is multiplied by (1 + bonus) per layer, so on equal relevance a curated
+    # topic beats a session, and a session a transcript.
+    topic_bonus: float = 0.05
     session_bonus: float = 0.0
-    transcript_bonus: float = -0.002
+    transcript_bonus: float = -0.05
     recency_weight: float = 0.1  # share of a session's score that decays with age (topics never decay)
     recency_half_life_days: float = 90.0
-    same_file_penalty: float = 0.9  # each further hit from an already-chosen file is multiplied by this
+    mmr_weight: float = 0.2  # diversity: penalty for resembling a hit already chosen (x best score x cosine)
+    # Diversity by file: one file gets max(file_quota, file_share x k) hits before same_file_penalty applies
+    # to its further hits; so a default answer never holds five chunks of one file while others are relevant.
+    file_quota: int = 4
+    file_share: float = 0.5
+    same_file_penalty: float = 0.5
     duplicate_similarity: float = 0.97  # hits more similar than this to a chosen one are dropped
 
 
@@ -88,8 +101,8 @@ class DreamSettings:
     # Scoring: score = prior of the kind + sum of weight * signal (each signal in 0..1); proposed when
     # score >= min_score (and, for lessons, the error shows in lesson_min_sessions sessions or more).
     min_score: float = 0.5
-    prior_drift: float = 0.3  # a session contradicts what a topic says today
-    prior_lesson: float = 0.2  # an error that recurs in several sessions
+    prior_drift: float = 0.4  # a session contradicts what a topic says today
+    prior_lesson: float = 0.25  # an error that recurs in several sessions
     prior_decision: float = 0.1  # a decision or rule stated in a session
     prior_stale: float = 0.0  # a topic whose subject keeps coming up while it does not change
     weight_support: float = 0.4  # sessions that support the candidate, / support_cap
@@ -97,6 +110,7 @@ class DreamSettings:
     weight_recall_count: float = 0.15  # searches whose hits held the evidence, / recall_count_cap
     weight_recall_quality: float = 0.1  # how high those hits scored, relative to the best hit of the search
     weight_distinct_queries: float = 0.1  # distinct query keys among those searches, / distinct_queries_cap
+    weight_rule: float = 0.1  # 1 when a decision is stated as a standing rule ("from now on", "always", "never")
     support_cap: int = 3
     recall_count_cap: int = 5
     distinct_queries_cap: int = 3
@@ -106,6 +120,7 @@ class DreamSettings:
     error_similarity: float = 0.5  # share of content words two error lines must share to be "the same"
     topic_match_min: float = 0.3  # share of a statement's content words a topic section must hold
     topic_semantic_min: float = 0.5  # or: cosine similarity of statement and topic section (semantic)
+    rewrite_similarity: float = 0.5  # a statement sharing this share of words with a topic line updates that line
     decisions_topic: str = "decisions"  # new topic for decisions no existing topic matches
     stale_min_sessions: int = 3  # sessions mentioning a topic's subject since it last changed
     stale_min_days: float = 14.0  # and the topic is at least this old

@@ -240,6 +240,14 @@ def atomic_write(dest: Path, text: str | bytes, *, exclusive: bool = False) -> N
     data = text.encode("utf-8") if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     try:
+        # mkstemp makes the file 0600: keep a replaced file's mode, else what the umask gives a new file
+        try:
+            mode = stat.S_IMODE(os.stat(dest).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -1,0 +1,153 @@
+"""Smoke runs of the benchmark harnesses in bench/: each command runs end to end in seconds and writes JSON
+with the expected shape and sane values. They check the harnesses, not the numbers (FakeEmbedder where the
+real model is not the point)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+LOCOMO_METRICS = [f"turn_recall@{k}" for k in (1, 3, 5, 10)] + [f"session_recall@{k}" for k in (1, 3, 5)]
+
+
+def _locomo_data() -> Path:
+    override = os.environ.get("MEMORY_BENCH_DATA")
+    base = Path(override).expanduser() if override else REPO.parent / "shared" / "bench"
+    return base / "locomo10.json"
+
+
+def _run(script: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, f"{script} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _load(path: Path) -> dict[str, Any]:
+    assert path.is_file(), f"no JSON written at {path}"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _check_latency(lat: dict[str, Any]) -> None:
+    assert lat["n"] > 0
+    assert lat["mean_ms"] > 0 and lat["p50_ms"] > 0 and lat["p95_ms"] >= lat["p50_ms"]
+
+
+def test_locomo_smoke(tmp_path: Path) -> None:
+    data = _locomo_data()
+    if not data.is_file():
+        pytest.fail(
+            f"LoCoMo data missing: expected {data}. Put locomo10.json there (see /work/shared/bench/README.md) "
+            "or set MEMORY_BENCH_DATA to the folder holding it."
+        )
+    out = tmp_path / "locomo.json"
+    proc = _run(
+        "locomo.py", "--conversations", "0", "--max-questions", "12", "--fake",
+        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
+        "--sweep", "--grid", "ranking.rrf_k=30,60",
+    )
+    assert "turn" in proc.stdout.lower() and "FAKE" in proc.stdout
+    result = _load(out)
+    assert result["benchmark"] == "locomo"
+    assert result["config"]["fake_embedder"] is True
+    assert result["splits"]["tune"] == [0] and result["splits"]["held_out"] == []
+    corpus = result["corpus"][0]
+    assert corpus["sample_id"] == "conv-26" and corpus["turns"] == 419 and corpus["chunks"] >= corpus["turns"]
+    assert set(result["results"]) == {"exact", "semantic", "default"}
+    for mode, res in result["results"].items():
+        overall = res["splits"]["all"]["overall"]
+        assert overall["n"] == 12, mode
+        for metric in LOCOMO_METRICS:
+            assert 0.0 <= overall[metric] <= 1.0, (mode, metric)
+        assert overall["turn_recall@1"] <= overall["turn_recall@10"]
+        assert overall["session_recall@1"] <= overall["session_recall@5"]
+        assert set(res["splits"]["tune"]["by_category"]) <= {"1", "2", "3", "4", "5"}
+        _check_latency(res["latency"])
+    # exact search finds something for these questions even with a fake embedder
+    assert result["results"]["exact"]["splits"]["all"]["overall"]["turn_recall@10"] > 0
+    sweep = result["sweep"]
+    assert sweep["split"] == "tune" and len(sweep["rows"]) == 2
+    assert {r["overrides"]["ranking.rrf_k"] for r in sweep["rows"]} == {30, 60}
+
+
+def test_locomo_evidence_normalisation() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import locomo
+    finally:
+        sys.path.remove(str(BENCH))
+    assert locomo.normalise_evidence(["D8:6; D9:17"]) == ["D8:6", "D9:17"]
+    assert locomo.normalise_evidence(["D:11:26", "D30:05", "D"]) == ["D11:26", "D30:5"]
+    assert locomo.normalise_evidence(["D9:1 D4:4 D4:6"]) == ["D9:1", "D4:4", "D4:6"]
+    assert locomo.parse_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00"
+
+
+def test_scale_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    proc = _run(
+        "scale.py", "--sizes", "300", "--fake", "--queries", "20", "--edits", "1",
+        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
+    )
+    assert "FAKE" in proc.stdout
+    result = _load(out)
+    assert result["benchmark"] == "scale"
+    (r,) = result["results"]
+    assert 300 <= r["chunks"] < 400 and r["vectors_fake"] is True
+    assert r["index_keyword_only"]["seconds"] > 0 and r["index_keyword_only"]["chunks"] == r["chunks"]
+    assert r["index_full"]["seconds"] > 0 and r["index_full"]["chunks_embedded"] == r["chunks"]
+    assert r["reindex"]["reindex_noop_changed"] is False
+    assert r["edit"]["keyword_only_median_ms"] > 0 and r["edit"]["with_vectors_median_ms"] > 0
+    _check_latency(r["search"]["search_exact"])
+    _check_latency(r["search"]["search_memory"])
+    assert r["search"]["literal_top1_contains_query"] >= 0.9
+    assert r["disk"]["total"]["apparent_bytes"] > 0
+    server = r["server"]
+    assert server["edit_to_searchable_median_ms"] > 0
+    assert server["rss_bytes"] and server["rss_bytes"] > 10_000_000
+    _check_latency(server["search_exact"])
+
+
+def test_coldstart_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "coldstart.json"
+    _run(
+        "coldstart.py", "--runs", "1", "--chunks", "300", "--fake", "--no-baseline",
+        "--root", str(_make_root(tmp_path)), "--json-out", str(out),
+    )
+    result = _load(out)
+    assert result["benchmark"] == "coldstart"
+    assert result["root"]["chunks"] > 0
+    for order in ("exact_first", "memory_first"):
+        data = result["results"][order]
+        assert data["runs"] == 1
+        assert 0 < data["initialize"]["median"] <= data["tools_list"]["median"] <= data["search_memory"]["median"]
+    first = result["results"]["exact_first"]
+    assert first["tools_list"]["median"] <= first["search_exact"]["median"] <= first["search_memory"]["median"]
+
+
+def _make_root(tmp_path: Path) -> Path:
+    """A small generated root (the same generator the scale benchmark uses)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import corpus
+    finally:
+        sys.path.remove(str(BENCH))
+    root = tmp_path / "coldroot"
+    for rel, text in corpus.generate(300, seed=3).files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root

@@ -1,0 +1,514 @@
+"""The repository as a Claude Code plugin, checked with the real clients.
+
+Claude Code's CLI (`@anthropic-ai/claude-code`) and the MCP Inspector (`@modelcontextprotocol/inspector`) come
+from npm. `.ci/run` installs them once into `.ci-node/` (git-ignored):
+
+    npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 @modelcontextprotocol/inspector@0.21.2
+
+Set MEMORY_SERVER_NODE_PREFIX to use another prefix; otherwise `claude` and `mcp-inspector` on PATH are used.
+When a client is missing these tests fail (they never skip) and say how to install it.
+
+Every `claude` run gets a throwaway HOME (never the real ~/.claude), a clean environment (no MEMORY_ROOT or
+CLAUDE_* variables leak in), no standard input, and Claude Code's telemetry and update checks turned off.
+Nothing here needs the network: the health checks, the validator and the Inspector talk to local processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_server.compress import compress_transcript
+from memory_server.store import MemoryRoot
+
+REPO = Path(__file__).resolve().parents[1]
+NODE_PREFIX = Path(os.environ.get("MEMORY_SERVER_NODE_PREFIX") or REPO / ".ci-node")
+INSTALL_HINT = (
+    "install them with `npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 "
+    "@modelcontextprotocol/inspector@0.21.2` (what .ci/run does), or put `claude` and `mcp-inspector` on PATH"
+)
+ROOT_RULE = '--root "${MEMORY_ROOT:-${CLAUDE_PROJECT_DIR}}"'  # hooks and skill: $MEMORY_ROOT, else the project
+# The server: $MEMORY_ROOT, else the folder Claude Code starts it in (the project directory).
+MCP_ARGS = ["serve", "--root", "${MEMORY_ROOT:-.}"]
+README_INIT = "memory-server init --root ~/notes/memory"
+README_ADD = "claude mcp add memory -- memory-server serve --root ~/notes/memory"
+PLUGIN_SERVER = "plugin:memory-server:memory"
+CLI_TIMEOUT = 180
+HOOK_WAIT_SECONDS = 30.0
+SESSION_ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end", "PreCompact": "pre-compact"}
+
+
+# -- the clients ----------------------------------------------------------------------------------------
+
+
+def _fail_missing(what: str) -> None:
+    pytest.fail(f"{what} is not installed (looked in {NODE_PREFIX}/node_modules and on PATH): {INSTALL_HINT}")
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    local = NODE_PREFIX / "node_modules" / ".bin" / "claude"
+    found = str(local) if local.exists() else shutil.which("claude")
+    if not found:
+        _fail_missing("Claude Code's CLI (`claude`)")
+    assert found is not None
+    probe = subprocess.run(
+        [found, "--version"], capture_output=True, text=True, timeout=60, env=base_env(Path("/nonexistent")),
+        stdin=subprocess.DEVNULL,
+    )
+    assert probe.returncode == 0 and "Claude Code" in probe.stdout, (
+        f"`{found} --version` did not run: {probe.stdout}{probe.stderr}\n{INSTALL_HINT}"
+    )
+    return found
+
+
+@pytest.fixture(scope="session")
+def inspector_cmd() -> tuple[list[str], Path | None]:
+    """How to run `npx @modelcontextprotocol/inspector`, and the folder to run it from."""
+    package = NODE_PREFIX / "node_modules" / "@modelcontextprotocol" / "inspector"
+    if package.is_dir():
+        npx = shutil.which("npx")
+        if not npx:
+            _fail_missing("npx (Node.js)")
+        return [str(npx), "--no-install", "@modelcontextprotocol/inspector"], NODE_PREFIX
+    on_path = shutil.which("mcp-inspector")
+    if not on_path:
+        _fail_missing("The MCP Inspector (`@modelcontextprotocol/inspector`)")
+    return [str(on_path)], None
+
+
+@pytest.fixture(scope="session")
+def server_bin() -> Path:
+    """The memory-server this test run imports, so Claude Code starts the code under test."""
+    beside = Path(sys.executable).parent / "memory-server"
+    found = beside if beside.exists() else (Path(p) if (p := shutil.which("memory-server")) else None)
+    assert found is not None, "memory-server is not installed: run `pip install -e .` in the virtual environment"
+    return found
+
+
+def base_env(home: Path, **extra: str) -> dict[str, str]:
+    """A clean environment: PATH with memory-server first, a throwaway HOME, no telemetry or update checks."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    env = {
+        "PATH": path,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing here calls the API; if anything tried, it stays local
+        "npm_config_update_notifier": "false",
+    }
+    if os.environ.get("TMPDIR"):
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    env.update(extra)
+    return env
+
+
+def run(
+    cmd: list[str] | str, *, cwd: Path, env: dict[str, str], timeout: float = CLI_TIMEOUT, shell: bool = False,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, shell=shell,
+        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+
+
+def show(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+
+
+def server_line(output: str, name: str) -> str:
+    """The `claude mcp list` line of one server ("name: command args - ✔ Connected")."""
+    for line in output.splitlines():
+        if line.startswith(f"{name}: "):
+            return line
+    raise AssertionError(f"`claude mcp list` does not list {name!r}:\n{output}")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+def make_root(path: Path, server_bin: Path, env: dict[str, str]) -> Path:
+    result = run([str(server_bin), "init", "--root", str(path)], cwd=path.parent, env=env)
+    assert result.returncode == 0, show(result)
+    return path
+
+
+# -- the manifests --------------------------------------------------------------------------------------
+
+
+def test_plugin_validate_strict_passes(claude_bin: str, home: Path) -> None:
+    """`claude plugin validate . --strict` from the repository (it validates the marketplace file there)."""
+    result = run([claude_bin, "plugin", "validate", ".", "--strict"], cwd=REPO, env=base_env(home))
+    assert result.returncode == 0, show(result)
+    assert "Validation passed" in result.stdout, show(result)
+
+
+def plugin_files(dest: Path) -> Path:
+    """The plugin's own files (manifest, hooks, skills, MCP config), without the repository around them."""
+    (dest / ".claude-plugin").mkdir(parents=True)
+    shutil.copy2(REPO / ".claude-plugin" / "plugin.json", dest / ".claude-plugin" / "plugin.json")
+    shutil.copy2(REPO / ".mcp.json", dest / ".mcp.json")
+    shutil.copytree(REPO / "hooks", dest / "hooks")
+    shutil.copytree(REPO / "skills", dest / "skills")
+    return dest
+
+
+def test_plugin_manifest_hooks_and_skill_validate_strict(claude_bin: str, home: Path, tmp_path: Path) -> None:
+    """plugin.json, hooks/hooks.json and skills/*/SKILL.md pass the strict validator.
+
+    In the repository itself, the validator's only remark is that a CLAUDE.md at a plugin's root is not
+    loaded as plugin context: that file is this repository's own memory (it is a memory root), not part
+    of the plugin. So the strict check runs on the plugin's files alone, and the check in place allows
+    that one warning and nothing else.
+    """
+    assert (REPO / "skills" / "dream" / "SKILL.md").is_file(), "the plugin ships the /dream skill"
+    alone = plugin_files(tmp_path / "plugin")
+    result = run([claude_bin, "plugin", "validate", str(alone), "--strict"], cwd=tmp_path, env=base_env(home))
+    assert result.returncode == 0 and "Validation passed" in result.stdout, show(result)
+    assert "❯" not in result.stdout, show(result)
+
+    in_place = run(
+        [claude_bin, "plugin", "validate", ".claude-plugin/plugin.json"], cwd=REPO, env=base_env(home)
+    )
+    assert in_place.returncode == 0 and "Validation passed" in in_place.stdout, show(in_place)
+    assert "✘" not in in_place.stdout, show(in_place)
+    remarks = [line.strip() for line in in_place.stdout.splitlines() if line.strip().startswith("❯")]
+    assert all("CLAUDE.md at the plugin root" in r for r in remarks), show(in_place)
+
+
+def test_manifests_agree() -> None:
+    plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+    (entry,) = [p for p in market["plugins"] if p["name"] == plugin["name"]]
+    assert entry["source"] == "./", "the marketplace installs this repository itself"
+    assert entry.get("version", plugin["version"]) == plugin["version"]
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'version = "{plugin["version"]}"' in pyproject, "plugin.json's version follows pyproject.toml"
+
+
+# -- one root for the server, the hooks and the skill ---------------------------------------------------
+
+
+def declared_hooks() -> dict[str, list[dict[str, Any]]]:
+    data = json.loads((REPO / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in data["hooks"].items():
+        out[event] = [hook for group in groups for hook in group["hooks"]]
+    return out
+
+
+def test_server_hooks_and_skill_take_the_same_root() -> None:
+    """$MEMORY_ROOT when the user sets it, else the project directory: the same rule everywhere."""
+    mcp = json.loads((REPO / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
+    assert list(mcp) == ["memory"]
+    assert mcp["memory"]["command"] == "memory-server"
+    assert mcp["memory"]["args"] == MCP_ARGS
+
+    hooks = declared_hooks()
+    assert set(hooks) == set(HOOK_EVENTS)
+    for event, sub in HOOK_EVENTS.items():
+        (hook,) = hooks[event]
+        assert hook["type"] == "command"
+        assert hook["command"] == f"memory-server hook {sub} {ROOT_RULE}"
+        assert 0 < hook["timeout"] <= 60
+
+    skill = (REPO / "skills" / "dream" / "SKILL.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(?:bash|sh|shell)?\n(.*?)^```", skill, flags=re.M | re.S)
+    lines = [line.strip() for block in blocks for line in block.splitlines()]
+    commands = [line for line in lines if line.startswith("memory-server")]
+    assert commands, "the /dream skill tells the agent which memory-server commands to run"
+    for command in commands:
+        assert ROOT_RULE in command, (
+            f"the /dream skill runs `{command}`; every memory-server command it runs must pass {ROOT_RULE} "
+            "(Claude Code replaces ${CLAUDE_PROJECT_DIR} in a skill with the project directory) so that it "
+            "works on the same root as the server and the hooks"
+        )
+
+
+def test_plugin_server_connects_in_the_repository(claude_bin: str, server_bin: Path, home: Path) -> None:
+    """`claude --plugin-dir . mcp list`, run in the repository (itself a memory root)."""
+    result = run([claude_bin, "--plugin-dir", ".", "mcp", "list"], cwd=REPO, env=base_env(home))
+    assert result.returncode == 0, show(result)
+    line = server_line(result.stdout, PLUGIN_SERVER)
+    assert "✔ Connected" in line, show(result)
+
+
+def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+) -> None:
+    env = base_env(home)
+    project = make_root(tmp_path / "project", server_bin, env)
+    elsewhere = make_root(tmp_path / "notes", server_bin, env)
+    index = Path(".memory") / "index.sqlite3"
+
+    result = run([claude_bin, "--plugin-dir", str(REPO), "mcp", "list"], cwd=project, env=env)
+    line = server_line(result.stdout, PLUGIN_SERVER)
+    assert "✔ Connected" in line, show(result)
+    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
+    assert (project / index).exists(), "the server opened the project directory as its root"
+    assert not (elsewhere / index).exists()
+
+    result = run(
+        [claude_bin, "--plugin-dir", str(REPO), "mcp", "list"],
+        cwd=project,
+        env=base_env(home, MEMORY_ROOT=str(elsewhere)),
+    )
+    line = server_line(result.stdout, PLUGIN_SERVER)
+    assert "✔ Connected" in line, show(result)
+    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root {elsewhere} "), line
+    assert (elsewhere / index).exists(), "the server opened $MEMORY_ROOT"
+
+
+def test_readme_mcp_add_line_connects(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:
+    """The README's two lines, run by a shell as a user types them, then `claude mcp list`."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert README_INIT in readme and README_ADD in readme, "the README shows these exact commands"
+    project = tmp_path / "some-project"
+    project.mkdir()
+    env = base_env(home)
+    env["PATH"] = os.pathsep.join([str(Path(claude_bin).parent), env["PATH"]])
+
+    for line in (README_INIT, README_ADD):
+        result = run(line, cwd=project, env=env, shell=True)
+        assert result.returncode == 0, f"`{line}`: {show(result)}"
+    root = home / "notes" / "memory"
+    assert (root / "MEMORY.md").is_file() and (root / "topics").is_dir()
+
+    result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    assert result.returncode == 0, show(result)
+    line = server_line(result.stdout, "memory")
+    assert line.startswith(f"memory: memory-server serve --root {root} "), line
+    assert "✔ Connected" in line, show(result)
+
+
+def test_marketplace_add_and_install_from_a_clone(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+) -> None:
+    """`claude plugin marketplace add <clone>` then `claude plugin install memory-server@memory-server`.
+
+    The clone is made of the files git would check out (tracked, plus new files not ignored), so the
+    repository's virtual environment and indices are not copied into the throwaway HOME.
+    """
+    clone = tmp_path / "clone"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode("utf-8").split("\0")
+    skip = (".ci-node/", ".venv/", ".memory/")  # ignored by .gitignore; skipped here too in case it lags behind
+    for rel in filter(None, listed):
+        if rel.startswith(skip) or "/node_modules/" in rel:
+            continue
+        src = REPO / rel
+        if src.is_file():
+            (clone / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, clone / rel)
+    env = base_env(home)
+
+    added = run([claude_bin, "plugin", "marketplace", "add", str(clone)], cwd=tmp_path, env=env)
+    assert added.returncode == 0, show(added)
+    installed = run([claude_bin, "plugin", "install", "memory-server@memory-server"], cwd=tmp_path, env=env)
+    assert installed.returncode == 0, show(installed)
+    listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
+    assert listing.returncode == 0 and "memory-server@memory-server" in listing.stdout, show(listing)
+    assert "enabled" in listing.stdout, show(listing)
+
+    project = make_root(tmp_path / "project", server_bin, env)
+    result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    line = server_line(result.stdout, PLUGIN_SERVER)
+    assert "✔ Connected" in line, show(result)
+
+
+# -- the MCP Inspector ----------------------------------------------------------------------------------
+
+
+def inspector_json(result: subprocess.CompletedProcess[str]) -> Any:
+    out = result.stdout
+    start = out.find("{")
+    assert result.returncode == 0 and start >= 0, show(result)
+    return json.loads(out[start:])
+
+
+def test_inspector_lists_tools_and_calls_search_exact(
+    inspector_cmd: tuple[list[str], Path | None], server_bin: Path, home: Path, tmp_path: Path
+) -> None:
+    env = base_env(home)
+    root = make_root(tmp_path / "root", server_bin, env)
+    (root / "topics" / "printer.md").write_text(
+        "---\ntitle: Printer\ndescription: the printer's error codes\n---\n# Printer\n\n"
+        "## Errors\n\nError E-4242 means the belt tension is out of range: re-tension to 110 Hz.\n",
+        encoding="utf-8",
+    )
+    indexed = run([str(server_bin), "index", "--keyword-only", "--root", str(root)], cwd=tmp_path, env=env)
+    assert indexed.returncode == 0, show(indexed)
+    cmd, cwd = inspector_cmd
+    server = ["memory-server", "serve", "--root", str(root)]
+
+    listed = run([*cmd, "--cli", *server, "--method", "tools/list"], cwd=cwd or tmp_path, env=env)
+    tools = {t["name"]: t for t in inspector_json(listed)["tools"]}
+    assert {"search_memory", "search_exact", "read_memory", "list_topics", "memory_status"} <= set(tools), sorted(tools)
+    assert tools["search_exact"]["inputSchema"]["properties"]["query"]["type"] == "string"
+
+    called = run(
+        [*cmd, "--cli", *server, "--method", "tools/call", "--tool-name", "search_exact", "--tool-arg", "query=E-4242"],
+        cwd=cwd or tmp_path, env=env,
+    )
+    answer = inspector_json(called)
+    assert answer.get("isError") is not True, show(called)
+    text = "".join(part.get("text", "") for part in answer["content"])
+    hits = json.loads(text)["hits"]
+    assert hits, show(called)
+    first = hits[0]
+    assert first["path"] == "topics/printer.md" and first["layer"] == "topic"
+    assert "E-4242" in first["text"]
+    assert first["start_line"] == first["end_line"] == 9
+
+
+# -- the hooks, run exactly as declared -----------------------------------------------------------------
+
+
+def write_transcript(folder: Path, session_id: str = SESSION_ID, cwd: str = "/work/project") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session_id}.jsonl"
+    common = {"sessionId": session_id, "cwd": cwd, "version": "2.1.197", "gitBranch": "main",
+              "userType": "external", "isSidechain": False}
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-11-20T10:00:00.000Z",
+         "message": {"role": "user", "content": "Why does the printer report E-4242 after a belt change?"}, **common},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-11-20T10:00:05.000Z",
+         "message": {"role": "assistant", "model": "claude", "content": [
+             {"type": "text", "text": "E-4242 means the belt tension is out of range; re-tension to 110 Hz."}]},
+         **common},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def hook_input(event: str, transcript: Path, cwd: Path) -> str:
+    payload: dict[str, Any] = {
+        "session_id": SESSION_ID, "transcript_path": str(transcript), "cwd": str(cwd), "hook_event_name": event,
+    }
+    payload.update({"SessionStart": {"source": "startup"}, "SessionEnd": {"reason": "exit"},
+                    "PreCompact": {"trigger": "auto", "custom_instructions": ""}}[event])
+    return json.dumps(payload)
+
+
+def run_declared_hook(event: str, project: Path, cwd: Path, transcript: Path, home: Path, **extra: str):
+    """Run the hook's command the way Claude Code does on POSIX: through /bin/sh, with its variables set."""
+    (hook,) = declared_hooks()[event]
+    env = base_env(
+        home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_CODE_SESSION_ID=SESSION_ID,
+        CLAUDECODE="1", **extra,
+    )
+    if event == "SessionStart":
+        env["CLAUDE_ENV_FILE"] = str(home / "session-env.sh")
+    start = time.monotonic()
+    result = subprocess.run(
+        ["/bin/sh", "-c", hook["command"]], cwd=cwd, env=env, input=hook_input(event, transcript, cwd),
+        capture_output=True, text=True, timeout=hook["timeout"] + 30,
+    )
+    return result, time.monotonic() - start, hook["timeout"]
+
+
+def sessions_in(root: Path) -> list[Path]:
+    folder = root / "sessions" / "compressed"
+    return sorted(folder.rglob("*.md")) if folder.is_dir() else []
+
+
+def wait_for_session(root: Path) -> list[Path]:
+    deadline = time.monotonic() + HOOK_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = sessions_in(root)
+        if found:
+            return found
+        time.sleep(0.2)
+    log = root / ".memory" / "logs" / "compress.log"
+    raise AssertionError(
+        f"no compressed session appeared in {root} within {HOOK_WAIT_SECONDS:.0f} s; "
+        f"job log: {log.read_text() if log.exists() else '(none)'}"
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path, server_bin: Path, home: Path) -> Path:
+    """A project that is its own memory root, with a subfolder the session has moved into."""
+    p = make_root(tmp_path / "project", server_bin, base_env(home))
+    (p / "src").mkdir()
+    return p
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
+def test_compressing_hooks_write_to_the_project_root(
+    event: str, project: Path, home: Path, tmp_path: Path
+) -> None:
+    transcript = write_transcript(home / ".claude" / "projects" / "-work-project")
+    result, elapsed, timeout = run_declared_hook(event, project, project / "src", transcript, home)
+    assert result.returncode == 0, show(result)
+    assert elapsed < timeout, f"{event} took {elapsed:.1f} s; it declares a {timeout} s timeout"
+    (written,) = wait_for_session(project)
+    assert SESSION_ID in written.read_text(encoding="utf-8")
+    assert not (project / "src" / "sessions").exists(), "the root is the project, not the session's cwd"
+
+
+def test_hooks_follow_memory_root(project: Path, home: Path, tmp_path: Path, server_bin: Path) -> None:
+    notes = make_root(tmp_path / "notes", server_bin, base_env(home))
+    transcript = write_transcript(home / ".claude" / "projects" / "-work-project")
+    result, _, _ = run_declared_hook("SessionEnd", project, project, transcript, home, MEMORY_ROOT=str(notes))
+    assert result.returncode == 0, show(result)
+    (written,) = wait_for_session(notes)
+    assert SESSION_ID in written.read_text(encoding="utf-8")
+    assert sessions_in(project) == []
+
+
+def test_session_start_hook_is_quiet_until_a_dream_is_due(project: Path, home: Path, tmp_path: Path) -> None:
+    transcripts = home / ".claude" / "projects" / "-work-project"
+    first = write_transcript(transcripts)
+    result, elapsed, timeout = run_declared_hook("SessionStart", project, project / "src", first, home)
+    assert result.returncode == 0, show(result)
+    assert elapsed < timeout
+    assert result.stdout.strip() == "", "nothing to say: no session is waiting for a dream"
+
+    for n in range(6):
+        sid = f"{n:08d}-4b5a-4978-8695-a4b3c2d1e0f9"
+        compress_transcript(write_transcript(transcripts, session_id=sid), MemoryRoot(project))
+    result, elapsed, timeout = run_declared_hook("SessionStart", project, project / "src", first, home)
+    assert result.returncode == 0, show(result)
+    assert elapsed < timeout
+    assert "/dream" in result.stdout, show(result)
+    assert (project / ".dream-pending").exists(), "the flag is set in the project root"
+    assert not (project / "src" / ".dream-pending").exists()
+
+
+@pytest.mark.parametrize("event", list(HOOK_EVENTS))
+def test_hooks_never_fail_the_session(event: str, home: Path, tmp_path: Path) -> None:
+    """Bad input and a folder that is not a memory root: the hook says so on stderr and exits 0."""
+    not_a_root = tmp_path / "plain"
+    not_a_root.mkdir()
+    (hook,) = declared_hooks()[event]
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(REPO))
+    for stdin in ("not json", "", hook_input(event, tmp_path / "missing.jsonl", not_a_root)):
+        result = subprocess.run(
+            ["/bin/sh", "-c", hook["command"]], cwd=not_a_root, env=env, input=stdin,
+            capture_output=True, text=True, timeout=hook["timeout"] + 30,
+        )
+        assert result.returncode == 0, show(result)
+        assert "Traceback" not in result.stderr, show(result)
