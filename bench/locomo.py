@@ -57,11 +57,14 @@ MODES = ("exact", "semantic", "default")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+# Axes whose setting does not exist in the installed version are left out (with a note).
 DEFAULT_GRID = (
-    "ranking.rrf_k=10,30,60",
+    "ranking.fusion=score,rrf",
     "ranking.keyword_weight=0.5,1.0,2.0",
-    "ranking.same_file_penalty=0.7,0.9,1.0",
+    "ranking.file_weight=0.0,0.5,1.0",
+    "ranking.mmr_weight=0.0,0.2",
 )
+EMBED_VARIANTS = ("context", "body")
 MODE_OVERRIDES: dict[str, list[tuple[str, str, Any]]] = {
     "exact": [],
     "semantic": [("ranking", "keyword_weight", 0.0)],
@@ -246,6 +249,20 @@ class CachingEmbedder:
         return self._cache[texts[0]][None, :]
 
 
+class BodyOnlyEmbedder:
+    """Experiment (--embed-variant body): embeds a chunk without the context line that Chunk.embed_text()
+    puts before it (title > heading (date)), to measure what that prefix does to semantic retrieval.
+    Queries (one line) pass through unchanged."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name + "+body-only"
+        self.dim = inner.dim
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self.inner.embed([t.split("\n", 1)[1] if "\n" in t else t for t in texts])
+
+
 def open_memory(root: Path, settings: Settings, embedder: Embedder) -> tuple[Memory, dict[str, Any]]:
     """Open and index a root; the Memory and what indexing did."""
     memory = Memory(root, settings=settings, embedder=embedder)
@@ -361,14 +378,17 @@ def base_settings(overrides: Sequence[tuple[str, str, Any]], k: int) -> Settings
     return settings
 
 
-def make_embedder(fake: bool) -> Embedder:
-    return FakeEmbedder() if fake else MiniLMEmbedder()
+def make_embedder(fake: bool, variant: str = "context") -> Embedder:
+    inner: Embedder = FakeEmbedder() if fake else MiniLMEmbedder()
+    return BodyOnlyEmbedder(inner) if variant == "body" else inner
 
 
-def roots_dir(args: argparse.Namespace, embedder: Embedder) -> Path:
+def roots_dir(args: argparse.Namespace) -> Path:
     if args.roots:
         return Path(args.roots)
-    tag = "fake" if isinstance(embedder, FakeEmbedder) else "minilm"
+    tag = "fake" if args.fake else "minilm"
+    if args.embed_variant != "context":
+        tag += f"-{args.embed_variant}"
     return benchlib.RESULTS_DIR / "roots" / f"locomo-{tag}"
 
 
@@ -376,7 +396,7 @@ def prepare(
     conversations: Sequence[Conversation], args: argparse.Namespace, settings: Settings, embedder: Embedder
 ) -> tuple[dict[int, Memory], list[dict[str, Any]]]:
     """Write and index every conversation's root; the open Memory objects and the corpus report."""
-    base = roots_dir(args, embedder)
+    base = roots_dir(args)
     memories: dict[int, Memory] = {}
     corpus: list[dict[str, Any]] = []
     for conv in conversations:
@@ -432,11 +452,15 @@ def evaluate(
     return results, all_rows
 
 
-def parse_grid(specs: Sequence[str]) -> list[tuple[str, str, list[Any]]]:
+def parse_grid(specs: Sequence[str], skip_unknown: bool = False) -> list[tuple[str, str, list[Any]]]:
     """'ranking.rrf_k=10,30,60' -> ('ranking', 'rrf_k', [10, 30, 60])."""
     grid = []
+    defaults = Settings()
     for spec in specs:
         section, key, _ = benchlib.parse_override(spec.split(",")[0])
+        if skip_unknown and not hasattr(getattr(defaults, section, None), key):
+            benchlib.log(f"[locomo] sweep: no setting {section}.{key} in this version; axis left out")
+            continue
         values = [benchlib.parse_override(f"{section}.{key}={v}")[2] for v in spec.split("=", 1)[1].split(",")]
         grid.append((section, key, values))
     return grid
@@ -453,7 +477,7 @@ def sweep(
     tune = [c for c in conversations if c.index in TUNE]
     if not tune:
         raise SystemExit("--sweep needs the tune split: include conversation 0 and/or 1")
-    grid = parse_grid(grid_specs)
+    grid = parse_grid(grid_specs, skip_unknown=grid_specs is DEFAULT_GRID)
     rows: list[dict[str, Any]] = []
     combos = list(itertools.product(*[values for _, _, values in grid]))
     for n, combo in enumerate(combos, 1):
@@ -558,6 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sweep", action="store_true", help="also evaluate a grid of ranking settings on the tune split")
     parser.add_argument("--grid", action="append", default=None, metavar="SECTION.KEY=V1,V2,...",
                         help=f"a sweep axis (repeatable); default: {' '.join(DEFAULT_GRID)}")
+    parser.add_argument("--embed-variant", choices=EMBED_VARIANTS, default="context",
+                        help="experiment: 'body' embeds chunks without the title/heading/date line (own roots)")
     parser.add_argument("--roots", help="folder for the conversations' memory roots (default: bench/results/roots/locomo-<embedder>)")
     parser.add_argument("--fresh", action="store_true", help="delete the roots first (re-index everything)")
     parser.add_argument("--details", action="store_true", help="keep each question's hits in the JSON")
@@ -578,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     data_path = Path(args.data) if args.data else benchlib.data_dir() / DATA_FILE
     conversations = load_conversations(data_path, parse_indices(args.conversations), args.max_questions)
     settings = base_settings(overrides, args.k)
-    embedder = make_embedder(args.fake)
+    embedder = make_embedder(args.fake, args.embed_variant)
     memories, corpus = prepare(conversations, args, settings, embedder)
     present = [c.index for c in conversations]
     splits = {
@@ -607,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
             "k": args.k,
             "embedder": embedder.name,
             "fake_embedder": bool(args.fake),
+            "embed_variant": args.embed_variant,
             "overrides": benchlib.flat_overrides(overrides),
             "mode_overrides": {m: benchlib.flat_overrides(MODE_OVERRIDES[m]) for m in modes},
             "max_questions": args.max_questions,

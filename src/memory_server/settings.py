@@ -49,7 +49,7 @@ class RankingSettings:
     # with the weights below; "rrf": reciprocal-rank fusion with constant rrf_k. LoCoMo chose "score".
     fusion: str = "score"
     rrf_k: float = 60.0
-    semantic_weight: float = 1.0
+    semantic_weight: float = 0.7
     keyword_weight: float = 1.0
     # Session routing: a chunk gains file_weight x (its file's summed top-`file_top` scores, relative to the
     # best file's) x the best fused score, so passages from the file that answers best rise together.
