@@ -20,7 +20,7 @@ from .markdown import Chunk
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     date TEXT,
     text TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, start_line);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     text, heading, title, content='chunks', content_rowid='rowid',
     tokenize="porter unicode61 remove_diacritics 2"
@@ -245,6 +245,19 @@ class FtsIndex:
             marks = ",".join("?" * len(part))
             for r in c.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({marks})", part):
                 out[r[0]] = row_to_chunk(r)
+        return out
+
+    def neighbours(self, chunk: Chunk) -> list[Chunk]:
+        """The chunks just before and just after `chunk` in its file."""
+        c = self.conn()
+        out = []
+        for sql in (
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? AND c.start_line<? ORDER BY c.start_line DESC LIMIT 1",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? AND c.start_line>? ORDER BY c.start_line LIMIT 1",
+        ):
+            row = c.execute(sql, (chunk.path, chunk.start_line)).fetchone()
+            if row:
+                out.append(row_to_chunk(row))
         return out
 
     def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:

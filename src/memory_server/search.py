@@ -2,10 +2,11 @@
 
 Ranking (every weight is a setting in `ranking:`):
 - fusion of the semantic and BM25 candidate lists (normalised scores, or reciprocal ranks);
+- context: the passages next to a strong candidate gain a share of its score;
 - session routing: candidates from the file that answers best rise together;
 - precedence: a per-layer bonus, so on equal relevance a topic beats a session, a session a transcript;
 - recency inside a layer: part of a session's score decays with its age (topics never decay);
-- diversity: each further hit from a file already chosen is damped, near-duplicates are dropped.
+- diversity: MMR against hits already chosen, a per-file quota, near-duplicates dropped.
 """
 
 from __future__ import annotations
@@ -179,6 +180,7 @@ def search_hybrid(
     scores = fuse([(cid, sim) for cid, sim, _ in semantic], [(c.id, s) for c, s in keyword], ranking)
     chunks.update(fts.chunks_by_id([cid for cid in scores if cid not in chunks]))
     scores = {cid: s for cid, s in scores.items() if cid in chunks}  # a stale vector whose chunk is gone
+    lend_to_neighbours(fts, scores, chunks, ranking, q)
     route_by_file(scores, chunks, ranking)
     if semantic and vector_lookup is not None and ranking.mmr_weight:
         vecs.update(vector_lookup([chunks[cid] for cid in scores if cid not in vecs]))
@@ -211,6 +213,32 @@ def fuse(
         for cid, bm25 in keyword:
             scores[cid] = scores.get(cid, 0.0) + ranking.keyword_weight * max(bm25, 0.0) / best
     return scores
+
+
+def lend_to_neighbours(
+    fts: FtsIndex, scores: dict[str, float], chunks: dict[str, Chunk], ranking: RankingSettings, q: Query
+) -> None:
+    """The best candidates lend a share of their score to the passages just before and after them."""
+    if ranking.neighbour_weight <= 0 or not scores:
+        return
+    lenders = sorted(scores.items(), key=lambda item: -item[1])[: ranking.neighbour_sources]
+    gains: dict[str, float] = {}
+    for cid, score in lenders:
+        for other in fts.neighbours(chunks[cid]):
+            if other.layer not in q.layers or not _in_dates(other, q):
+                continue
+            chunks.setdefault(other.id, other)
+            gains[other.id] = max(gains.get(other.id, 0.0), ranking.neighbour_weight * score)
+    for cid, gain in gains.items():
+        scores[cid] = scores.get(cid, 0.0) + gain
+
+
+def _in_dates(chunk: Chunk, q: Query) -> bool:
+    if q.after and not (chunk.date and chunk.date >= q.after):
+        return False
+    if q.before and not (chunk.date and chunk.date <= q.before):
+        return False
+    return True
 
 
 def route_by_file(scores: dict[str, float], chunks: dict[str, Chunk], ranking: RankingSettings) -> None:

@@ -55,6 +55,10 @@ class RankingSettings:
     # best file's) x the best fused score, so passages from the file that answers best rise together.
     file_weight: float = 0.5
     file_top: int = 3
+    # Context: the passages just before and after a strong candidate gain neighbour_weight x its score
+    # (the answer often sits next to the passage that matches the question's words).
+    neighbour_weight: float = 0.3
+    neighbour_sources: int = 40  # how many of the best candidates lend weight to their neighbours
     # Precedence: the fused score is multiplied by (1 + bonus) per layer, so on equal relevance a curated
     # topic beats a session, and a session a transcript.
     topic_bonus: float = 0.05
