@@ -173,3 +173,20 @@ def test_repository_memory_paraphrase(minilm: MiniLMEmbedder):
     hits, _ = m.search_memory("why don't we download the model when the program runs?", k=3)
     assert hits[0].path == "topics/decisions.md" and hits[0].heading == "Embeddings", hits[0]
     m.close()
+
+
+def test_the_passage_next_to_a_match_rises_with_it(tmp_path: Path):
+    root = tmp_path / "m"
+    init_root(root)
+    write(root, "topics/printer.md", "# Printer\n\nWhich port does the Moonraker dashboard listen on?\n\nIt answers on 7125, behind nginx.\n")
+    for i in range(6):
+        write(root, f"topics/other{i}.md", f"# Other {i}\n\nThe build answers on port {8000 + i} behind nginx.\n")
+    m = Memory(root, embedder=FakeEmbedder())
+    m.settings.ranking.file_weight = 0.0  # isolate the neighbour effect from session routing
+    m.index()
+    hits, _ = m.search_memory("Moonraker dashboard port", k=3)
+    assert [(h.path, h.start_line) for h in hits[:2]] == [("topics/printer.md", 3), ("topics/printer.md", 5)]
+    m.settings.ranking.neighbour_weight = 0.0
+    hits, _ = m.search_memory("Moonraker dashboard port", k=3)
+    assert ("topics/printer.md", 5) not in [(h.path, h.start_line) for h in hits[:2]]
+    m.close()

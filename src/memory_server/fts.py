@@ -247,17 +247,26 @@ class FtsIndex:
                 out[r[0]] = row_to_chunk(r)
         return out
 
-    def neighbours(self, chunk: Chunk) -> list[Chunk]:
-        """The chunks just before and just after `chunk` in its file."""
+    def neighbours(self, ids: Sequence[str]) -> dict[str, list[Chunk]]:
+        """For each chunk id, the chunks just before and after it in its file. A file's chunks are inserted
+        together in line order (replace_file), so a neighbour is the next or previous rowid of the same path."""
         c = self.conn()
-        out = []
-        for sql in (
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? AND c.start_line<? ORDER BY c.start_line DESC LIMIT 1",
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? AND c.start_line>? ORDER BY c.start_line LIMIT 1",
-        ):
-            row = c.execute(sql, (chunk.path, chunk.start_line)).fetchone()
-            if row:
-                out.append(row_to_chunk(row))
+        rows: dict[str, tuple[int, str]] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for rowid, cid, path in c.execute(f"SELECT rowid, id, path FROM chunks WHERE id IN ({marks})", part):
+                rows[cid] = (rowid, path)
+        wanted = sorted({r + d for r, _ in rows.values() for d in (-1, 1)})
+        found: dict[int, Chunk] = {}
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in c.execute(f"SELECT c.rowid, {CHUNK_COLUMNS} FROM chunks c WHERE c.rowid IN ({marks})", part):
+                found[row[0]] = row_to_chunk(row[1:])
+        out: dict[str, list[Chunk]] = {}
+        for cid, (rowid, path) in rows.items():
+            out[cid] = [found[r] for r in (rowid - 1, rowid + 1) if r in found and found[r].path == path]
         return out
 
     def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:

@@ -223,8 +223,9 @@ def lend_to_neighbours(
         return
     lenders = sorted(scores.items(), key=lambda item: -item[1])[: ranking.neighbour_sources]
     gains: dict[str, float] = {}
+    around = fts.neighbours([cid for cid, _ in lenders])
     for cid, score in lenders:
-        for other in fts.neighbours(chunks[cid]):
+        for other in around.get(cid, []):
             if other.layer not in q.layers or not _in_dates(other, q):
                 continue
             chunks.setdefault(other.id, other)
