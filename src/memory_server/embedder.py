@@ -11,7 +11,7 @@ instead name a folder holding ``model.onnx`` and ``tokenizer.json`` with ``embed
 in memory.yaml (for example an fp32 export of the same model).
 
 Loading is lazy: constructing a ``MiniLMEmbedder`` touches neither onnxruntime nor the model
-file, so the MCP handshake never waits for it. The first ``embed()`` loads both (about a second).
+file, so the MCP handshake never waits for it. The first ``embed()`` loads both (under a second).
 Vectors match sentence-transformers' ``all-MiniLM-L6-v2``: WordPiece tokens truncated at 256,
 mean pooling over the attention mask, L2 normalisation; the int8 weights stay within cosine
 0.99 of the fp32 reference (tests/test_embedder.py checks it).
@@ -218,7 +218,7 @@ class MiniLMEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
         start = 0
         while start < len(order):
-            width = len(ids[order[start]])  # the longest left, so this batch's padded width
+            width = max(1, len(ids[order[start]]))  # the longest left: this batch's padded width
             count = max(1, min(self.batch_size, self.max_batch_tokens // width))
             chunk = order[start : start + count]
             out[chunk] = self._embed_batch(loaded, [ids[i] for i in chunk])
@@ -227,7 +227,7 @@ class MiniLMEmbedder:
 
     def _embed_batch(self, loaded: _Loaded, ids: list[NDArray[np.int64]]) -> NDArray[np.float32]:
         """Run one padded batch through the model; pooled, normalised float32 rows."""
-        width = max(len(row) for row in ids)
+        width = max(1, max(len(row) for row in ids))  # a tokenizer without [CLS]/[SEP] may give none
         input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros((len(ids), width), dtype=np.int64)
         for i, row in enumerate(ids):

@@ -269,6 +269,32 @@ class FtsIndex:
             out[cid] = [found[r] for r in (rowid - 1, rowid + 1) if r in found and found[r].path == path]
         return out
 
+    def _cached(self, key: str, compute):
+        generation = self.generation()
+        cache = getattr(self._local, "cache", None)
+        if cache is None or cache[0] != generation or len(cache[1]) > 5000:
+            cache = (generation, {})
+            self._local.cache = cache
+        if key not in cache[1]:
+            cache[1][key] = compute()
+        return cache[1][key]
+
+    def layers_present(self) -> set[str]:
+        """The layers that have files in the index (cached until the index changes)."""
+        return self._cached("layers", lambda: {r[0] for r in self.conn().execute("SELECT DISTINCT layer FROM files")})
+
+    def chunk_count(self) -> int:
+        return self._cached("chunks", lambda: int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0]))
+
+    def count_matching(self, expression: str) -> int:
+        """How many chunks an FTS5 expression matches (cheap: no ranking)."""
+        return self._cached(
+            "count:" + expression,
+            lambda: int(
+                self.conn().execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()[0]
+            ),
+        )
+
     def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:
         yield from self.conn().execute("SELECT id, path FROM chunks")
 

@@ -35,6 +35,10 @@ STOP_WORDS = frozenset(
 )
 
 BM25_WEIGHTS = (1.0, 0.5, 0.3)  # text, heading, title
+# In an index this large, a word found in more than COMMON_SHARE of the chunks (and in at least COMMON_ROWS)
+# is left out of OR queries when rarer words remain; smaller indices are never affected.
+COMMON_ROWS = 2000
+COMMON_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -84,21 +88,38 @@ def match(
     before: str | None = None,
 ) -> list[tuple[Chunk, float]]:
     """Run an FTS5 MATCH expression built by this module; (chunk, bm25 score higher-is-better) pairs."""
-    where, args = _filters(layers, after, before)
     w = ", ".join(str(x) for x in BM25_WEIGHTS)
-    sql = (
-        f"SELECT {CHUNK_COLUMNS}, bm25(chunks_fts, {w}) AS rank FROM chunks_fts "
-        f"JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? {where} "
-        "ORDER BY rank LIMIT ?"
-    )
-    rows = fts.conn().execute(sql, [expression, *args, limit]).fetchall()
+    if after is None and before is None and (layers is None or fts.layers_present() <= set(layers)):
+        # No filter to apply: rank inside FTS5 first and read only the chunks that made the cut
+        # (about twice as fast on common words in a large index).
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, f.rank FROM (SELECT rowid, bm25(chunks_fts, {w}) AS rank FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank"
+        )
+        rows = fts.conn().execute(sql, [expression, limit]).fetchall()
+    else:
+        where, args = _filters(layers, after, before)
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, bm25(chunks_fts, {w}) AS rank FROM chunks_fts "
+            f"JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? {where} "
+            "ORDER BY rank LIMIT ?"
+        )
+        rows = fts.conn().execute(sql, [expression, *args, limit]).fetchall()
     return [(row_to_chunk(r), -float(r[9])) for r in rows]
 
 
-def any_terms_expression(query: str) -> str | None:
+def any_terms_expression(query: str, fts: FtsIndex | None = None) -> str | None:
+    """`"a" OR "b" ...` over the query's content words. Stop words and single characters are dropped
+    (unless nothing else is left); with `fts`, so are words so common in a large index that ranking every
+    chunk holding them costs more than their low weight is worth."""
     words = terms(query)
-    content = [t for t in words if t.casefold() not in STOP_WORDS] or words
+    content = [t for t in words if t.casefold() not in STOP_WORDS and len(t) > 1] or words
     unique = list(dict.fromkeys(t.casefold() for t in content))[:MAX_TERMS]
+    if fts is not None and len(unique) > 1:
+        limit = max(COMMON_ROWS, int(fts.chunk_count() * COMMON_SHARE))
+        counts = {t: fts.count_matching(quote(t)) for t in unique}
+        found = [t for t in unique if counts[t] > 0]
+        unique = [t for t in found if counts[t] <= limit] or found or unique
     return " OR ".join(quote(t) for t in unique) if unique else None
 
 
@@ -111,7 +132,7 @@ def keyword_candidates(
     before: str | None = None,
 ) -> list[tuple[Chunk, float]]:
     """BM25 over the query's content words (any of them); the keyword signal hybrid search fuses."""
-    expression = any_terms_expression(clean_query(query))
+    expression = any_terms_expression(clean_query(query), fts)
     if expression is None:
         return []
     return match(fts, expression, limit, layers, after, before)
@@ -153,7 +174,7 @@ def exact_search(
     if len(hits) < k and len(words) > 1:
         take(match(fts, " AND ".join(quote(t) for t in dict.fromkeys(words)), pool, layers, after, before), "all_terms")
     if len(hits) < k:
-        expression = any_terms_expression(query)
+        expression = any_terms_expression(query, fts)
         if expression:
             take(match(fts, expression, pool, layers, after, before), "any_terms")
     return hits
