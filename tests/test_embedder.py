@@ -47,9 +47,8 @@ def test_matches_fp32_reference(minilm: MiniLMEmbedder, reference: dict[str, obj
     got = minilm.embed(texts)
     cosines = {s["id"]: _cos(got[i], ref[i]) for i, s in enumerate(samples)}
     worst = min(cosines, key=cosines.__getitem__)
-    assert cosines[worst] >= 0.99, (
-        f"min cosine vs fp32 reference {cosines[worst]:.5f} ({worst}); all: "
-        + ", ".join(f"{k}={v:.4f}" for k, v in cosines.items())
+    assert cosines[worst] >= 0.99, f"min cosine vs fp32 reference {cosines[worst]:.5f} ({worst}); all: " + ", ".join(
+        f"{k}={v:.4f}" for k, v in cosines.items()
     )
 
 
@@ -106,6 +105,9 @@ def test_batching_and_order_match_one_by_one() -> None:
     one_by_one = MiniLMEmbedder(batch_size=1)
     singles = np.stack([one_by_one.embed([t])[0] for t in texts])
     np.testing.assert_allclose(batched, singles, atol=1e-5)
+    # A token budget smaller than the longest text still embeds it (one text a call), same vectors.
+    budgeted = MiniLMEmbedder(max_batch_tokens=64).embed(texts)
+    np.testing.assert_allclose(budgeted, singles, atol=1e-5)
     # The same text anywhere in a batch gets the same vector.
     np.testing.assert_allclose(batched[0], one_by_one.embed(["short"])[0], atol=1e-5)
 
@@ -147,7 +149,7 @@ def test_construction_does_not_import_onnxruntime() -> None:
         assert not loaded, loaded
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
@@ -182,6 +184,23 @@ def test_model_dir_with_the_files_works(tmp_path: Path, minilm: MiniLMEmbedder) 
     custom = MiniLMEmbedder(model_dir=str(tmp_path))
     assert custom.name != minilm.name and custom.name.startswith("all-MiniLM-L6-v2")
     np.testing.assert_allclose(custom.embed(["belt tension"]), minilm.embed(["belt tension"]), atol=1e-5)
+
+
+def test_default_embedder_follows_the_setting(tmp_path: Path) -> None:
+    packaged = default_embedder()
+    assert isinstance(packaged, MiniLMEmbedder) and packaged.name == "all-MiniLM-L6-v2-int8"
+    assert default_embedder("").name == packaged.name  # an empty setting means "not set"
+    named = default_embedder(str(tmp_path), batch_size=8, threads=1)
+    assert isinstance(named, MiniLMEmbedder)
+    assert named.model_dir == tmp_path and named.batch_size == 8 and named.threads == 1
+
+
+def test_bad_arguments_are_refused() -> None:
+    from memory_server.errors import ConfigError
+
+    for kwargs in ({"batch_size": 0}, {"max_tokens": 1}, {"max_tokens": 513}, {"threads": 0}):
+        with pytest.raises(ConfigError):
+            MiniLMEmbedder(**kwargs)  # type: ignore[arg-type]
 
 
 def test_a_bare_string_is_refused(minilm: MiniLMEmbedder) -> None:
