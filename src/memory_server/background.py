@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 60.0
 INITIAL_RETRY_SECONDS = 2.0
+START_DELAY_SECONDS = 0.5
 
 
 class Background:
@@ -64,6 +65,9 @@ class Background:
         return False
 
     def _run(self) -> None:
+        # Let the MCP handshake finish first: indexing competes with it for the interpreter.
+        if self._stop.wait(START_DELAY_SECONDS):
+            return
         self._sync(None, vectors=False)
         # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
         while not self._sync(None) and not self._stop.wait(INITIAL_RETRY_SECONDS):
