@@ -259,14 +259,19 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
     env = base_env(home)
     project = make_root(tmp_path / "project", server_bin, env)
     elsewhere = make_root(tmp_path / "notes", server_bin, env)
-    index = Path(".memory") / "index.sqlite3"
+    # The server logs the root it serves before it answers the handshake (the health check ends right after).
+    server_log = Path(".memory") / "logs" / "server.log"
+
+    def served(root: Path) -> bool:
+        log_file = root / server_log
+        return log_file.is_file() and f"serving {root.resolve()} " in log_file.read_text(encoding="utf-8")
 
     result = run([claude_bin, "--plugin-dir", str(REPO), "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
     assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
-    assert (project / index).exists(), "the server opened the project directory as its root"
-    assert not (elsewhere / index).exists()
+    assert served(project), "the server opened the project directory as its root"
+    assert not served(elsewhere)
 
     result = run(
         [claude_bin, "--plugin-dir", str(REPO), "mcp", "list"],
@@ -276,7 +281,7 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
     assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root {elsewhere} "), line
-    assert (elsewhere / index).exists(), "the server opened $MEMORY_ROOT"
+    assert served(elsewhere), "the server opened $MEMORY_ROOT"
 
 
 def test_readme_mcp_add_line_connects(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:

@@ -61,8 +61,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     logging.getLogger().setLevel(logging.INFO)
-    serve(Memory.open_lenient(root_path(args)))
+    memory = Memory.open_lenient(root_path(args))
+    log_to_file(memory.root.state_dir / "logs" / "server.log")
+    logging.getLogger("memory_server").info("serving %s (pid %d)", memory.root.path, os.getpid())
+    serve(memory)
     return 0
+
+
+SERVER_LOG_MAX_BYTES = 1_000_000
+
+
+def log_to_file(path: Path) -> None:
+    """Also log to `path`: clients hide a server's stderr, and a person debugging needs to see it.
+
+    Several servers may share the file (append mode, one line per write); at start a file over
+    SERVER_LOG_MAX_BYTES is moved to `<name>.1` so it never grows without bound.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > SERVER_LOG_MAX_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        logging.getLogger("memory_server").warning("cannot write the server log %s: %s", path, exc)
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
