@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,55 @@ from memory_server.scaffold import init_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+# Every process a test starts carries this mark in its environment (tests that build an environment by
+# hand copy it), so the end of the run can tell whether any of them outlived the test that started it.
+RUN_MARK = "MEMORY_SERVER_TEST_RUN"
+os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
+ORPHAN_GRACE_SECONDS = 10.0  # detached session-end compressions may still be finishing
+
+
+def marked_processes() -> dict[int, str]:
+    """Live processes (other than this one) whose environment carries this run's mark: pid -> command."""
+    mark = f"{RUN_MARK}={os.environ[RUN_MARK]}".encode()
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if mark not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                continue
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if state != "Z":
+            found[int(entry)] = command.strip()
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No process a test started may survive the run: the suite fails, naming them (and kills them)."""
+    deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
+    orphans = marked_processes()
+    while orphans and time.monotonic() < deadline:
+        time.sleep(0.2)
+        orphans = marked_processes()
+    if not orphans:
+        return
+    for pid in orphans:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = "\n".join(f"  pid {pid}: {command[:200]}" for pid, command in sorted(orphans.items()))
+    message = f"processes started by the tests outlived the run (now killed):\n{lines}"
+    if reporter is not None:
+        reporter.write_line(message, red=True)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 PRINTER_TOPIC = """\
 ---

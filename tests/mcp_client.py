@@ -19,7 +19,8 @@ SERVER_COMMAND = [sys.executable, "-m", "memory_server.cli"]
 
 
 def server_params(root: Path, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
-    full_env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH", "LANG", "TMPDIR")}
+    keep = ("PATH", "HOME", "PYTHONPATH", "LANG", "TMPDIR", "MEMORY_SERVER_TEST_RUN")
+    full_env = {k: v for k, v in os.environ.items() if k in keep}
     full_env.update(env or {})
     return StdioServerParameters(
         command=SERVER_COMMAND[0], args=[*SERVER_COMMAND[1:], "serve", "--root", str(root), *extra], env=full_env

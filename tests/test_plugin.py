@@ -112,8 +112,9 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing here calls the API; if anything tried, it stays local
         "npm_config_update_notifier": "false",
     }
-    if os.environ.get("TMPDIR"):
-        env["TMPDIR"] = os.environ["TMPDIR"]
+    for name in ("TMPDIR", "MEMORY_SERVER_TEST_RUN"):  # the run's mark lets the suite find leftover processes
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     env.update(extra)
     return env
 

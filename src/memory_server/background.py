@@ -2,7 +2,8 @@
 
 Keyword index first (a few seconds at most, so search_exact is complete early), then vectors (the model
 loads here, never during the MCP handshake). Then the watcher re-indexes changed paths, and a periodic
-sweep catches anything an event missed. Another process holding the writer lock is not an error: this
+sweep (sooner when a search finds the vector store gone) catches anything an event missed and repairs
+indices that disagree with the files. Another process holding the writer lock is not an error: this
 one retries a little later. `stop()` returns within about two seconds.
 """
 
@@ -28,6 +29,8 @@ class Background:
         self.memory = memory
         self.watch = watch
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a full sync is wanted now (the vector store vanished under a search)
+        memory.on_repair_needed = self._wake.set
         self._thread: threading.Thread | None = None
         self._watcher: Watcher | None = None
         self._retry: set[str] | None = set()
@@ -38,6 +41,7 @@ class Background:
 
     def stop(self, timeout: float = 1.5) -> None:
         self._stop.set()
+        self._wake.set()
         self.memory.indexer.cancel.set()
         if self._watcher is not None:
             self._watcher.stop(timeout)
@@ -79,8 +83,11 @@ class Background:
                 debounce=self.memory.settings.index.watch_debounce_seconds,
             )
             self._watcher.start()
-        while not self._stop.wait(SWEEP_SECONDS):
-            self._sync(None)
+        while not self._stop.is_set():
+            self._wake.wait(SWEEP_SECONDS)
+            self._wake.clear()
+            if not self._stop.is_set():
+                self._sync(None)
 
     def _on_change(self, paths: set[str] | None) -> None:
         if not self._sync(paths) and not self._stop.is_set():

@@ -16,6 +16,11 @@ the new JSONL lines; an unchanged one gives nothing, and so does one without a s
 Same input, same bytes out: no clock is read. Writing holds `.memory/compress.lock`, so two compressions
 of one transcript (SessionEnd racing PreCompact, two terminals) produce one file set.
 
+Crash-safe: each file is written to a dot-file beside it (`.<name>.<random>.tmp`, never indexed) and
+hard-linked into place, so a compression killed at any moment leaves either no file or the whole file, and
+the next run writes what is missing. Before writing into a folder, temp files older than a few minutes there
+(left by a killed run) are removed.
+
 `compress_all(folder, root)` backfills every `*.jsonl` under a folder, sorted. Subagent transcripts (files
 under a `subagents/` folder, or named `agent-*.jsonl`) are skipped: the parent session already shows their
 work through its Task calls (and, in Claude Code 1.x, through inline sidechain records, which are included).
@@ -46,10 +51,11 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
+from .crashpoints import crash_point
 from .digest import Digest
 from .errors import LockedError, MemoryServerError, PathRefusedError, TranscriptError
 from .session_render import render
-from .store import MemoryRoot
+from .store import MemoryRoot, remove_stale_temps
 from .transcripts import Transcript, parse_transcript_bytes, read_transcript_bytes
 
 log = logging.getLogger(__name__)
@@ -106,6 +112,7 @@ def compress_transcript(
         previous = parts[-1].path.name if parts else None
         text = render(digest, number, start, _sha256_through(data, full.line_count), previous)
         folder, stem = _placement(root, full, parts, digest.goal)
+        remove_stale_temps(folder)  # litter from a compression killed before its rename
         suffix = "" if number == 1 else f"-part{number}"
         for attempt in range(1, 10):  # a foreign file with our name (never ours: we checked the parts)
             name = f"{stem}{suffix}{'' if attempt == 1 else f'-{attempt}'}.md"
@@ -134,6 +141,8 @@ def compress_all(
     files = sorted(p for p in folder.rglob("*.jsonl") if p.is_file() and not is_subagent_transcript(p, folder))
     written: list[Path] = []
     for done, f in enumerate(files, start=1):
+        if done > 1:
+            crash_point("compress-between-files")
         try:
             written.extend(compress_transcript(f, root))
         except MemoryServerError as exc:

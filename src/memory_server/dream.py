@@ -10,7 +10,8 @@ A run reads sessions, topics and the recall log and writes only `dreams/<id>/` (
 REPORT.md, proposal.json) and its state under `.memory/`: never a topic, a session or MEMORY.md. Only
 `apply` (a person's command) writes topics and MEMORY.md, all or nothing, and only while every target is
 still what the proposal was made against. Runs, applies and rejects hold `.memory/dream.lock`: a second
-one waits `dream.lock_wait_seconds`, then stops with LockedError.
+one waits `dream.lock_wait_seconds`, then stops with LockedError. An apply is journalled: one killed half way
+is finished by the next dream command (dream_journal.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .dream_candidates import Candidate, gather_lessons, gather_stale, gather_st
 from .dream_diff import FilePatch, Hunk, apply_edits, make_patch
 from .dream_edits import build_changes
 from .dream_gate import PROPOSAL_META, DreamGate, format_time
+from .dream_journal import recover, write_meta
 from .dream_report import render_report
 from .dream_scoring import knowledge_gaps, passes, score
 from .dream_sessions import read_sessions, similarity
@@ -54,6 +56,10 @@ class DreamResult:
 
 @contextlib.contextmanager
 def dream_lock(gate: DreamGate, wait: float, what: str) -> Iterator[None]:
+    """Hold `.memory/dream.lock` (waiting up to `wait` s, else LockedError naming `what` to retry).
+
+    Once it is held, an apply a killed process left half done is finished first (dream_journal.recover).
+    """
     from filelock import FileLock, Timeout
 
     lock = FileLock(str(gate.lock_path))
@@ -65,6 +71,7 @@ def dream_lock(gate: DreamGate, wait: float, what: str) -> Iterator[None]:
             f"Let it finish, then see its proposal with `memory-server dream show`, and {what} again if needed"
         ) from exc
     try:
+        recover(gate)  # first finish an apply a killed process left half done
         yield
     finally:
         lock.release()
@@ -307,7 +314,7 @@ def _read_meta(root: MemoryRoot, proposal_id: str) -> dict[str, Any]:
 
 
 def _write_meta(folder: Path, meta: dict[str, Any]) -> None:
-    atomic_write(folder / PROPOSAL_META, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    write_meta(folder, meta)
 
 
 def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, Any]]:

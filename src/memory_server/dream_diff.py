@@ -4,7 +4,9 @@ A proposal is a git-style unified diff against the root (`a/topics/x.md`, `b/top
 `/dev/null`), three lines of context, "\\ No newline at end of file" where a file lacks its final newline,
 so `git apply --check` accepts it from the root. Applying never needs git: hunks are applied here, each
 checked line by line against the file, and every changed file is written to a temporary file first and
-only then renamed into place (if anything fails before the renames, nothing changed).
+only then renamed into place (if anything fails before the renames, nothing changed). The renames are
+journalled first (dream_journal.py), so even a process killed among them leaves a set that the next dream
+command completes.
 """
 
 from __future__ import annotations
@@ -15,9 +17,14 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .crashpoints import crash_point
 from .errors import DreamError, PathRefusedError, StaleProposalError
-from .store import MEMORY_INDEX, TOPICS_DIR, _fsync_dir, sha256_bytes
+from .store import MEMORY_INDEX, TOPICS_DIR, _fsync_dir, atomic_write, sha256_bytes
+
+if TYPE_CHECKING:
+    from .dream_journal import ApplyJournal
 
 CONTEXT = 3
 NO_EOL = "\\ No newline at end of file\n"
@@ -212,12 +219,15 @@ def check_target(root: Path, rel: str) -> Path:
     return dest
 
 
-def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]], regenerate: str) -> None:
+def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]], regenerate: str,
+                         journal: ApplyJournal | None = None) -> None:
     """Write each `rel: (new bytes, sha256 the file must have now, or None: must not exist)`, atomically as a set.
 
     Every file goes to a temporary file beside it first; only when all are written (and every target is
     still what the proposal expects) are they renamed into place. A failure before the renames changes
-    nothing; a failure during them puts back the files already replaced.
+    nothing; a failure during them puts back the files already replaced. With a `journal`, the renames are
+    recorded in it before the first one, so a process killed among them is finished by the next dream
+    command (see dream_journal.py); it is discarded when an error puts everything back.
     """
     dests = {rel: check_target(root, rel) for rel in changes}
 
@@ -245,6 +255,14 @@ def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]
                 os.fsync(fh.fileno())
             os.chmod(tmp, _mode(dests[rel]))
         before = verify()
+        crash_point("dream-apply-before-journal")
+        if journal is not None:
+            journal.begin([
+                {"path": rel, "temp": Path(temps[rel]).relative_to(root).as_posix(), "old_sha256": expected,
+                 "new_sha256": sha256_bytes(data)}
+                for rel, (data, expected) in sorted(changes.items())
+            ])
+            crash_point("dream-apply-after-journal")
     except BaseException:
         for tmp in temps.values():
             _unlink(tmp)
@@ -259,15 +277,23 @@ def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]
                 os.replace(temps[rel], dests[rel])
             done.append(rel)
             _fsync_dir(dests[rel].parent)
+            if len(done) == 1:
+                crash_point("dream-apply-after-first-rename")
     except BaseException:
-        for rel in done:  # best effort: put back what was already replaced
+        restored = True
+        for rel in reversed(done):  # put back what was already replaced, each atomically
             old = before[rel]
-            if old is None:
-                _unlink(str(dests[rel]))
-            else:
-                dests[rel].write_bytes(old)
+            try:
+                if old is None:
+                    os.unlink(dests[rel])
+                else:
+                    atomic_write(dests[rel], old)
+            except OSError:
+                restored = False
         for tmp in temps.values():
             _unlink(tmp)
+        if journal is not None and restored:
+            journal.discard()  # else the next dream command reconciles proposal.json with the files
         raise
 
 

@@ -4,7 +4,9 @@
 applies the chosen hunks in Python to the text the proposal was made against (kept in proposal.json),
 and writes only if every target is still byte-identical to what the proposal expects; otherwise it
 raises StaleProposalError and says how to regenerate. Hunks that belong together (one change spread over
-several hunks, a new topic and its MEMORY.md pointer) are applied or rejected together.
+several hunks, a new topic and its MEMORY.md pointer) are applied or rejected together. An apply survives
+`kill -9`: its renames and records go through a journal that the next dream command finishes
+(dream_journal.py); `status` and `show` finish one too.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
-from .dream import _read_meta, _write_meta, dream_lock, list_proposals
+from .dream import _read_meta, dream_lock, list_proposals
 from .dream_diff import Hunk, apply_hunks, parse_diff, write_all_or_nothing
 from .dream_gate import DreamGate, format_time
+from .dream_journal import ApplyJournal, pending_journals
 from .dream_topics import split_keep
 from .errors import ConfigError, DreamError, NotFoundError, StaleProposalError
 from .settings import Settings, load_settings
@@ -40,6 +43,7 @@ def dream_status(root: str | os.PathLike[str], *, clock: Callable[[], float] = t
     """Due or not and why, what waits, and the proposals that still have hunks to review."""
     mroot = MemoryRoot(root)
     gate = DreamGate(mroot, _settings(mroot), clock)
+    _finish_interrupted(gate, "status")
     due, reason = gate.due()
     state = gate.load_state()
     pending = [p for p in list_proposals(mroot) if p["pending_hunks"] and p["status"] == "pending"]
@@ -53,6 +57,13 @@ def dream_status(root: str | os.PathLike[str], *, clock: Callable[[], float] = t
         "thresholds": {"min_hours": gate.settings.min_hours, "min_sessions": gate.settings.min_sessions},
         "proposals_to_review": pending,
     }
+
+
+def _finish_interrupted(gate: DreamGate, action: str) -> None:
+    """Status and show read without the dream lock; when an apply was left half done, take it to finish it."""
+    if pending_journals(gate.root):
+        with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
+            pass  # dream_lock finishes it
 
 
 def _parsed(root: MemoryRoot, meta: dict[str, Any]) -> dict[int, Hunk]:
@@ -122,6 +133,7 @@ def _check(root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk], chos
 def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) -> dict[str, Any]:
     """A proposal (default: the newest with hunks to review): its hunks, files, and whether it still applies."""
     mroot = MemoryRoot(root)
+    _finish_interrupted(DreamGate(mroot, _settings(mroot)), "show")
     proposals = list_proposals(mroot)
     if not proposals:
         raise NotFoundError("no dream proposals yet: run `memory-server dream run`")
@@ -166,13 +178,9 @@ def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int]
         parsed = _parsed(mroot, meta)
         chosen, added = _select(meta, hunks)
         now = float(clock())
-        files: list[str] = []
-        if action == "apply":
-            changes = _check(mroot, meta, parsed, chosen)
-            write_all_or_nothing(mroot.path, changes, _regenerate(proposal_id))
-            for path, (data, _expected) in changes.items():
-                meta["current"][path] = sha256_bytes(data)
-            files = sorted(changes)
+        changes = _check(mroot, meta, parsed, chosen) if action == "apply" else {}
+        for path, (data, _expected) in changes.items():
+            meta["current"][path] = sha256_bytes(data)
         state = gate.load_state()
         bucket = "applied" if action == "apply" else "rejected"
         for h in meta["hunks"]:
@@ -185,9 +193,14 @@ def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int]
                                          "signature": signature}
         if all(h["status"] != "pending" for h in meta["hunks"]):
             meta["status"] = "done"
-        _write_meta(mroot.dreams_dir / proposal_id, meta)
-        gate.save_state(state)
-        return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": files}
+        # proposal.json and the state are written through a journal, so files and records never disagree
+        journal = ApplyJournal(mroot, proposal_id, chosen, meta, state, action)
+        if changes:
+            write_all_or_nothing(mroot.path, changes, _regenerate(proposal_id), journal)
+        else:
+            journal.begin([])
+        journal.commit(gate)
+        return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": sorted(changes)}
 
 
 def apply_proposal(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None = None, *,

@@ -8,6 +8,7 @@ and the exact text the model saw: a new model or a changed chunk context misses,
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -16,6 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from .embedder import Embedder
+from .sqlite_files import is_damage, quarantine
+
+log = logging.getLogger(__name__)
 
 
 def text_key(model: str, text: str) -> str:
@@ -32,13 +36,35 @@ class EmbeddingCache:
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
         if c is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            try:
+                c = self._open()
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                self._recover(exc)
+                c = self._open()
+            self._local.conn = c
+        return c
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
             c.execute("PRAGMA busy_timeout=30000")
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("CREATE TABLE IF NOT EXISTS vectors(key TEXT PRIMARY KEY, dim INTEGER, vector BLOB)")
-            self._local.conn = c
+        except BaseException:
+            c.close()
+            raise
         return c
+
+    def _recover(self, exc: BaseException) -> None:
+        """The cache is only a cache: a damaged one is set aside and started afresh (texts get embedded
+        again as they are needed)."""
+        self.close()
+        aside = quarantine(self.path)
+        log.warning("the embedding cache %s was damaged (%s); moved it to %s and started a new one",
+                    self.path, exc, aside)
 
     def close(self) -> None:
         c = getattr(self._local, "conn", None)
@@ -47,6 +73,15 @@ class EmbeddingCache:
             self._local.conn = None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        try:
+            return self._get_many(keys)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            return {}
+
+    def _get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         c = self._conn()
         for i in range(0, len(keys), 500):
@@ -58,6 +93,15 @@ class EmbeddingCache:
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         rows = [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        try:
+            self._put_rows(rows)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            self._put_rows(rows)
+
+    def _put_rows(self, rows: list[tuple[str, int, bytes]]) -> None:
         c = self._conn()
         c.execute("BEGIN IMMEDIATE")
         try:

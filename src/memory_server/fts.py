@@ -103,14 +103,36 @@ class FtsIndex:
     # -- connections ------------------------------------------------------------------------------
 
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection, opened (and the schema made) on first use."""
+        """This thread's connection, opened (and the schema made) on first use, and opened again when the
+        file was deleted or replaced since (another process rebuilt a corrupt index)."""
         c = getattr(self._local, "conn", None)
+        if c is not None and not c.in_transaction and self._file_id() != self._local.file_id:
+            self._forget(c)
+            c = None
         if c is None:
             c = self._open()
             self._local.conn = c
+            self._local.file_id = self._file_id()
             with self._lock:
                 self._all.append(c)
         return c
+
+    def _file_id(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _forget(self, c: sqlite3.Connection) -> None:
+        with self._lock:
+            if c in self._all:
+                self._all.remove(c)
+        try:
+            c.close()
+        except sqlite3.Error:
+            pass
+        self._local.conn = None
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,6 +169,8 @@ class FtsIndex:
         try:
             ok = c.execute("PRAGMA quick_check").fetchone()
             c.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'a'").fetchone()
+            # The FTS5 postings agree with the chunks table (raises SQLITE_CORRUPT_VTAB when they do not).
+            c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
             raise CorruptIndexError(str(exc)) from exc
         if not ok or ok[0] != "ok":
@@ -270,7 +294,9 @@ class FtsIndex:
         return out
 
     def _cached(self, key: str, compute):
-        generation = self.generation()
+        # The generation numbers a database's changes; a rebuilt database starts counting again, so the
+        # file's identity is part of the key.
+        generation = (self.generation(), getattr(self._local, "file_id", None))
         cache = getattr(self._local, "cache", None)
         if cache is None or cache[0] != generation or len(cache[1]) > 5000:
             cache = (generation, {})

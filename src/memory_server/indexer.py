@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 import filelock
+import numpy as np
 
 from .embed_cache import EmbeddingCache
 from .embedder import Embedder
-from .errors import LockedError
+from .errors import LockedError, VectorStoreError
 from .fts import CorruptIndexError, FileRecord, FtsIndex
 from .markdown import EMBED_RECIPE, Chunk, parse_document
 from .settings import Settings
@@ -33,6 +34,7 @@ from .vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+EMBED_SLICE = 64  # chunks embedded between checks for cancellation
 
 
 @dataclass
@@ -84,27 +86,29 @@ class Indexer:
         self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
         self.lock = filelock.FileLock(str(root.state_dir / "index.lock"))
         self._thread_lock = threading.Lock()  # one sync per process at a time; the file lock is per process
-        self.vector_generation = -1  # the index generation this process's Chroma view reflects
         self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
+        self._checked = False  # the FTS database passed its integrity check in this process
 
     # -- recovery -----------------------------------------------------------------------------
 
-    def ensure_healthy(self) -> None:
-        """Open the FTS database; if it is corrupt, delete it so the next sync rebuilds it from the files."""
-        try:
-            self.fts.check()
-        except CorruptIndexError as exc:
-            note = f"keyword index at {self.fts.path} was unreadable ({exc}); rebuilt it from the files"
-            log.warning(note)
-            self.notes.append(note)
-            with self._writer(timeout=60):
+    def ensure_healthy(self, *, force: bool = False, timeout: float = 60.0) -> None:
+        """Check the FTS database (once per process, or again when `force`d after an error) under the writer
+        lock; if it is corrupt, delete it so the next sync rebuilds it from the files."""
+        if self._checked and not force:
+            return
+        with self._writer(timeout):
+            try:
+                self.fts.check()
+            except CorruptIndexError as exc:
+                self._note(f"keyword index at {self.fts.path} was unreadable ({exc}); rebuilt it from the files")
                 self.fts.destroy()
                 self.fts.conn()
-                if self.vectors is not None:
-                    self.vectors.reset()
+                # Every file now counts as new, so the next sync re-indexes it and replaces its vectors (from
+                # the embedding cache); vectors of chunks that no longer exist are removed by _check_vectors.
+            self._checked = True
 
     # -- syncing ------------------------------------------------------------------------------
 
@@ -129,19 +133,22 @@ class Indexer:
         started = time.monotonic()
         report = SyncReport()
         with self._writer(timeout):
-            self._refresh_vector_view()
             if rebuild:
                 self._rebuild_keyword(report, progress)
                 if self.vectors is not None and vectors:
-                    self.vectors.reset()
+                    self._reset_vectors()
             else:
                 self._sync_keyword(report, paths, progress)
             if self.vectors is not None and self.embedder is not None and vectors:
+                self._open_vectors()
                 self._check_recipe(rebuild)
                 self._sync_vectors(report, progress)
+                # Now every file's vectors should be stored: a count that disagrees means the store lost
+                # or kept something behind the manifest's back (deleted folder, crash, another writer).
+                if (paths is None or self.vectors.replaced) and not self._check_vectors():
+                    self._sync_vectors(report, progress)
             if report.changed or report.vectors_written or rebuild:
                 self.fts.bump_generation()
-                self.vector_generation = self.fts.generation()
         report.seconds = time.monotonic() - started
         self._set_progress("idle", 0, 0)
         return report
@@ -153,21 +160,79 @@ class Indexer:
         if self.fts.get_meta("vector_recipe") == recipe:
             return
         if not rebuilt and self.fts.get_meta("vector_recipe") is not None:
-            note = "the embedding model or chunk context changed; re-embedding every chunk"
-            log.warning(note)
-            self.notes.append(note)
-            self.vectors.reset()
+            self._note("the embedding model or chunk context changed; re-embedding every chunk")
+            self._reset_vectors()
         self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
         self.fts.set_meta("vector_recipe", recipe)
 
-    def _refresh_vector_view(self) -> None:
-        # Another process may have written vectors since our Chroma client loaded them; a stale in-memory
-        # index written back would lose their work, so reload first.
-        generation = self.fts.generation()
-        if self.vectors is not None and generation != self.vector_generation:
-            if self.vector_generation != -1:
-                self.vectors.reopen()
-            self.vector_generation = generation
+    def _reset_vectors(self) -> None:
+        """Start the vectors from nothing; a store that cannot even be opened is deleted and made anew."""
+        assert self.vectors is not None
+        try:
+            self.vectors.reset()
+        except LockedError:
+            raise
+        except VectorStoreError as exc:
+            if self.settings.vectors.backend != "persistent":
+                raise
+            self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
+            self.vectors.destroy()
+
+    def _open_vectors(self) -> None:
+        """Open the vector store; an embedded one that cannot be opened (damaged) is deleted and made anew,
+        and every file's vectors are stored again (from the embedding cache)."""
+        assert self.vectors is not None
+        try:
+            self.vectors.check()
+        except LockedError:
+            raise
+        except VectorStoreError as exc:
+            if self.settings.vectors.backend != "persistent":
+                raise
+            self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
+            self.vectors.destroy()
+            self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+
+    def _check_vectors(self) -> bool:
+        """Make the vector index agree with the manifest: a store that cannot be opened (corrupt, or its
+        folder deleted) is made anew; vectors of chunks that no longer exist are deleted; files whose
+        vectors are missing are embedded again (from the cache, so no model work for unchanged text)."""
+        assert self.vectors is not None
+        replaced, self.vectors.replaced = self.vectors.replaced, False
+        stored = self.vectors.count()
+        expected = sum(
+            f.chunks for f in self.fts.files().values()
+            if f.layer != "transcript" and f.status != "skipped" and f.vectors_sha256 == f.sha256
+        )
+        if stored == expected and not replaced:
+            return True
+        have = self.vectors.ids()
+        wanted: dict[str, str] = {}
+        for cid, path in self.fts.iter_chunk_ids():
+            wanted[cid] = path
+        extra = have - wanted.keys()
+        missing_files = {path for cid, path in wanted.items() if cid not in have}
+        if extra:
+            self.vectors.delete_ids(sorted(extra))
+        self.fts.begin()
+        try:
+            for path in missing_files:
+                self.fts.set_vectors_sha(path, None)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        if extra or missing_files:
+            self._note(
+                f"the vector index disagreed with the files ({len(have)} vectors for {len(wanted)} chunks: "
+                f"{len(extra)} stale deleted, {len(missing_files)} files re-added)"
+            )
+        return not missing_files
+
+    def _note(self, note: str) -> None:
+        log.warning(note)
+        self.notes.append(note)
+        del self.notes[:-20]
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -191,7 +256,38 @@ class Indexer:
                 out[rel] = layer
         return out
 
+    def _check_manifest(self) -> None:
+        """Make the manifest and the stored chunks agree: a file whose chunks are not all there (or not only
+        its own) is read again; chunks of files the manifest does not list are deleted."""
+        c = self.fts.conn()
+        wrong = [
+            r[0]
+            for r in c.execute(
+                "SELECT f.path FROM files f LEFT JOIN (SELECT path, count(*) AS n FROM chunks GROUP BY path) k "
+                "ON k.path = f.path WHERE f.status != 'skipped' AND f.chunks != coalesce(k.n, 0)"
+            )
+        ]
+        orphans = [r[0] for r in c.execute("SELECT DISTINCT path FROM chunks WHERE path NOT IN (SELECT path FROM files)")]
+        if not wrong and not orphans:
+            return
+        self.fts.begin()
+        try:
+            for path in wrong:  # forget what we knew, so the sync reads and chunks it again
+                c.execute("UPDATE files SET size = -1, sha256 = '', vectors_sha256 = NULL WHERE path = ?", (path,))
+            for path in orphans:
+                c.execute("DELETE FROM chunks WHERE path = ?", (path,))
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        self._note(
+            f"the keyword index disagreed with its manifest ({len(wrong)} files with missing or extra chunks, "
+            f"{len(orphans)} unlisted files); re-indexed them from the files"
+        )
+
     def _sync_keyword(self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None) -> None:
+        if paths is None:
+            self._check_manifest()
         known = self.fts.files()
         wanted = self._wanted(paths)
         if paths is None:
@@ -248,6 +344,9 @@ class Indexer:
                 self.fts.remove_file(rel)
                 report.removed.append(rel)
             return
+        except OSError as exc:  # a symlink loop, no permission: say so in status, never stop the rest
+            self._skip_unreadable(rel, layer, old, report, exc)
+            return
         if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
             report.unchanged += 1
             return
@@ -284,6 +383,19 @@ class Indexer:
         )
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
+
+    def _skip_unreadable(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, exc: OSError) -> None:
+        why = f"cannot be read: {exc.strerror or exc}"
+        try:
+            lst = os.lstat(self.root.path / rel)
+            size, mtime_ns = lst.st_size, lst.st_mtime_ns
+        except OSError:
+            size, mtime_ns = -1, 0
+        if old is None or old.status != "skipped" or old.message != why:
+            record = FileRecord(rel, layer, size, mtime_ns, "", "", None, "skipped", why, 0, None)
+            self.fts.replace_file(record, [])
+            report.skipped.append(rel)
+        log.warning("skipped %s: %s", rel, why)
 
     def _sync_transcript(self, virtual: str, old: FileRecord | None, report: SyncReport) -> None:
         source = self._transcripts.get(virtual)
@@ -336,7 +448,12 @@ class Indexer:
         for r in records:
             chunks.extend(self.fts.chunks_of(r.path))
         misses = self.cache.misses
-        vectors = self.cache.embed(self.embedder, [c.embed_text() for c in chunks])
+        texts = [c.embed_text() for c in chunks]
+        parts = []
+        for i in range(0, len(texts), EMBED_SLICE):
+            self._check_cancel()  # a model batch takes a moment: stop promptly when the server is closing
+            parts.append(self.cache.embed(self.embedder, texts[i : i + EMBED_SLICE]))
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
         report.chunks_embedded += self.cache.misses - misses
         self.vectors.delete_paths([r.path for r in records])
         if chunks:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from .embedder import Embedder, MiniLMEmbedder
-from .errors import ConfigError, MemoryServerError, NotFoundError, PathRefusedError, VectorStoreError
-from .fts import FtsIndex
+from .errors import (
+    ConfigError, LockedError, MemoryServerError, NotFoundError, PathRefusedError, VectorStoreError,
+)
+from .fts import CorruptIndexError, FtsIndex
 from .indexer import Indexer, Progress, SyncReport, default_index_paths
 from . import transcript_index
 from .dream_gate import DreamGate
@@ -26,12 +29,16 @@ from .memory_index import check_memory_index, find_topic_paths, memory_index_not
 from .recall import RecallLog
 from .search import Hit, search_exact, search_hybrid, validate
 from .settings import Settings, load_settings
+from .sqlite_files import is_damage
 from .store import STATE_DIR, MemoryRoot
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 READ_MAX_LINES = 400
+REPAIR_WAIT_SECONDS = 30.0
 READ_MAX_CHARS = 24000
 
 
@@ -69,6 +76,7 @@ class Memory:
             self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path)
         )
         self.vector_error: str | None = None
+        self.on_repair_needed: Callable[[], None] | None = None  # the server's background sync sets this
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
     @classmethod
@@ -101,8 +109,20 @@ class Memory:
         progress: Progress | None = None,
     ) -> SyncReport:
         """Bring the indices up to date (only what changed), or rebuild them from the files."""
-        self.indexer.ensure_healthy()
-        report = self.indexer.sync(rebuild=rebuild, paths=paths, vectors=vectors, timeout=timeout, progress=progress)
+        self.indexer.ensure_healthy(timeout=timeout)
+        try:
+            report = self.indexer.sync(
+                rebuild=rebuild, paths=paths, vectors=vectors, timeout=timeout, progress=progress
+            )
+        except (sqlite3.DatabaseError, CorruptIndexError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
+                raise
+            # The database was damaged since this process checked it: check again, rebuild, carry on.
+            log.warning("keyword index unreadable while indexing (%s); rebuilding it from the files", exc)
+            self.indexer.ensure_healthy(force=True, timeout=timeout)
+            report = self.indexer.sync(
+                rebuild=rebuild, paths=None, vectors=vectors, timeout=timeout, progress=progress
+            )
         if report.vectors_written:
             self.vector_error = None
         return report
@@ -119,7 +139,7 @@ class Memory:
     ) -> list[Hit]:
         """Literal search: the query as typed, then all its terms, then any, by BM25."""
         q = validate(query, k, layers, after, before, self.settings.search)
-        hits = search_exact(self.fts, q, self.settings.search)
+        hits = self._keyword_guard(lambda: search_exact(self.fts, q, self.settings.search))
         self.recall.record("search_exact", query, hits)
         return hits
 
@@ -134,20 +154,44 @@ class Memory:
         """Meaning-based search fused with keywords. Returns (hits, mode): mode is hybrid, or keyword
         while the semantic index is unavailable."""
         q = validate(query, k, layers, after, before, self.settings.search)
-        vectors = self.vectors if self._vectors_usable() else None
-        try:
-            hits, mode = search_hybrid(
-                self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
-                vector_lookup=self._cached_vectors,
-            )
-        except VectorStoreError as exc:
-            if vectors is None:
-                raise
-            self.vector_error = str(exc)
-            log.warning("semantic index unavailable, answering from keywords: %s", exc)
-            hits, mode = search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
+        vectors = self.vectors if self.embedder is not None else None
+
+        def run() -> tuple[list[Hit], str]:
+            try:
+                return search_hybrid(
+                    self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
+                    vector_lookup=self._cached_vectors,
+                )
+            except (VectorStoreError, LockedError) as exc:
+                if vectors is None:
+                    raise
+                self.vector_error = str(exc)
+                log.warning("semantic index unavailable, answering from keywords: %s", exc)
+                return search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
+
+        hits, mode = self._keyword_guard(run)
+        if vectors is not None and vectors.replaced and self.on_repair_needed is not None:
+            self.on_repair_needed()  # the vector store vanished under us: have it refilled now
         self.recall.record("search_memory", query, hits)
         return hits, mode
+
+    def _keyword_guard(self, run: Callable[[], T]) -> T:
+        """Run a search; if the keyword index turns out to be unreadable (truncated, garbage, deleted under
+        us), rebuild it from the files and run the search once more."""
+        try:
+            return run()
+        except (sqlite3.Error, CorruptIndexError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not is_damage(exc):
+                raise LockedError(f"the keyword index is busy ({exc}); try again in a moment") from exc
+            log.warning("keyword index unreadable during a search (%s); rebuilding it from the files", exc)
+        self.repair()
+        return run()
+
+    def repair(self) -> None:
+        """Check the keyword index and rebuild it from the files if it is unreadable (vectors follow in the
+        next full sync). Raises LockedError when another process is writing for too long."""
+        self.indexer.ensure_healthy(force=True, timeout=REPAIR_WAIT_SECONDS)
+        self.indexer.sync(vectors=False, timeout=REPAIR_WAIT_SECONDS)
 
     def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, Any]:
         """Stored vectors of chunks, from the embedding cache (no model call)."""
@@ -157,27 +201,16 @@ class Memory:
         found = self.indexer.cache.get_many(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
-    def _vectors_usable(self) -> bool:
-        if self.vectors is None or self.embedder is None:
-            return False
-        # Another process may have written vectors since ours were loaded: reload (unless we are the writer
-        # right now, in which case our view is the newest).
-        generation = self.fts.generation()
-        if generation != self.indexer.vector_generation and self.indexer._thread_lock.acquire(blocking=False):
-            try:
-                if self.indexer.vector_generation != -1:
-                    self.vectors.reopen()
-                self.indexer.vector_generation = generation
-            finally:
-                self.indexer._thread_lock.release()
-        return True
-
     # -- reading ----------------------------------------------------------------------------------
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
         `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines."""
         if isinstance(path, str) and path.startswith(transcript_index.PREFIX):
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                raise PathRefusedError("path is not valid Unicode (a lone surrogate): use a `path` from a search hit")
             return self._read_transcript(path, start_line, end_line)
         rel = self.root.relpath(self.root.resolve(path))
         if rel.split("/")[0] == STATE_DIR:
@@ -283,6 +316,9 @@ class Memory:
 
     def status(self) -> dict[str, Any]:
         """Counts, index freshness, problem files, and what is running."""
+        return self._keyword_guard(self._status)
+
+    def _status(self) -> dict[str, Any]:
         files = self.fts.files()
         counts = self.fts.counts()
         vector_pending = [

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping
 
 # The same tokens FTS5's unicode61 tokenizer makes, and the stop words keyword search drops.
 from .keyword import STOP_WORDS, TOKEN
+from .sqlite_files import is_damage, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,23 @@ class RecallLog:
             return True
         except (sqlite3.Error, OSError, TypeError, ValueError) as exc:
             log.warning("could not record the search in the recall log %s: %s", self.path, exc)
+            self._recover(exc)
             return False
+
+    def _recover(self, exc: BaseException) -> None:
+        """A damaged log is set aside so the next search starts a fresh one (the searches recorded in it
+        are lost, nothing else: memory files never depend on it)."""
+        if not is_damage(exc):
+            return
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                except sqlite3.Error:
+                    pass
+                self._conn = None
+            aside = quarantine(self.path)
+        log.warning("the recall log %s was damaged; moved it to %s and started a new one", self.path, aside)
 
     def events(self, since: float | None = None) -> list[RecallEvent]:
         """Events in the order they were recorded (optionally only those at or after `since`)."""
@@ -165,8 +182,14 @@ class RecallLog:
         if since is not None:
             sql += " WHERE ts >= ?"
             args = (float(since),)
-        with self._lock:
-            rows = self._connect().execute(sql + " ORDER BY id", args).fetchall()
+        try:
+            with self._lock:
+                rows = self._connect().execute(sql + " ORDER BY id", args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            return []
         return [
             RecallEvent(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows
         ]
@@ -174,8 +197,14 @@ class RecallLog:
     def count(self) -> int:
         if not self.path.exists():
             return 0
-        with self._lock:
-            return int(self._connect().execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        try:
+            with self._lock:
+                return int(self._connect().execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            return 0
 
 
 __all__ = ["RecallLog", "RecallEvent", "query_key", "content_words", "coverage"]

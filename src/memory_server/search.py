@@ -86,7 +86,10 @@ def validate(
     if isinstance(k, bool) or not isinstance(k, int):
         raise QueryError(f"k must be a whole number from 1 to {settings.max_k}")
     if k < 1 or k > settings.max_k:
-        raise QueryError(f"k is {k}: ask for 1 to {settings.max_k} hits, then read_memory for more context")
+        shown = k if abs(k) < 10**18 else "far out of range"  # Python will not print ints over 4,300 digits
+        raise QueryError(f"k is {shown}: ask for 1 to {settings.max_k} hits, then read_memory for more context")
+    if layers is not None and not isinstance(layers, (str, list, tuple, set, frozenset)):
+        raise QueryError(f"layers must be a list of layer names (any of {', '.join(LAYERS)}), got {_show(layers)}")
     if layers is None or len(layers) == 0:
         chosen = tuple(default_layers)
     else:
@@ -94,14 +97,20 @@ def validate(
             layers = [layers]
         bad = [layer for layer in layers if layer not in LAYERS]
         if bad:
-            raise QueryError(f"unknown layer {bad[0]!r}: use any of {', '.join(LAYERS)}")
+            raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
         chosen = tuple(dict.fromkeys(layers))
     for name, value in (("after", after), ("before", before)):
         if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
-            raise QueryError(f"{name} must be a date like 2026-01-31, got {value!r}")
+            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
     if after and before and after > before:
         raise QueryError(f"after ({after}) is later than before ({before}): swap them")
     return Query(text, k, chosen, after or None, before or None)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A client's value for an error message: its repr, cut so a huge argument makes a short message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _valid_date(value: str) -> bool:

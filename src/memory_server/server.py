@@ -20,6 +20,7 @@ from mcp_types import ToolAnnotations
 from .background import Background
 from .errors import MemoryServerError
 from .memory import Memory
+from .stdio_guard import exit_on_hangup, repair_stdin
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,10 @@ def build_server(memory: Memory, *, background: bool = True, watch: bool = True)
 
 
 def serve(memory: Memory) -> None:
-    """Run the MCP server on stdio until the client closes stdin."""
+    """Run the MCP server on stdio until the client closes stdin; gone within two seconds of that even
+    when a request is stuck (see stdio_guard.py)."""
     server = build_server(memory)
+    repair_stdin()
+    exit_on_hangup(memory.indexer.cancel.set)
     server.run("stdio")
     log.info("client closed the connection; server stopped")
-

@@ -6,14 +6,20 @@ Only this module reads or writes memory files. Everything else asks it for text 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import stat
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from .crashpoints import crash_point
 from .errors import NotFoundError, PathRefusedError, RootError
+
+log = logging.getLogger(__name__)
 
 TOPICS_DIR = "topics"
 SESSIONS_DIR = "sessions/compressed"
@@ -26,6 +32,11 @@ DREAM_PENDING = ".dream-pending"
 
 # Files larger than this are skipped (with a warning in status) unless memory.yaml raises it.
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+
+# The temp files atomic_write makes (`.<name>.<8 random characters>.tmp`), and how old one must be before a
+# writer in the same folder removes it as litter from a killed process (a live write takes milliseconds).
+TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+STALE_TEMP_SECONDS = 300.0
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -119,6 +130,11 @@ class MemoryRoot:
                     candidates.extend(Path(dirpath) / f for f in filenames)
         for p in sorted(candidates):
             rel = self.relpath(p)
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                log.warning("ignored %r: its name is not valid UTF-8; rename it to index it", rel)
+                continue
             layer = layer_of(rel)
             if layer is not None:
                 yield rel, layer
@@ -140,12 +156,21 @@ class MemoryRoot:
             raise PathRefusedError(
                 f"absolute path {relpath!r} refused: give a path relative to the memory root, as search hits do"
             )
-        candidate = (base / relpath).resolve()
-        if candidate != base and base not in candidate.parents:
-            raise PathRefusedError(f"path {relpath!r} resolves outside the memory root and is refused")
-        if not candidate.exists():
-            raise NotFoundError(f"{relpath!r} does not exist in the memory root: use a `path` from a search hit")
-        st = candidate.stat()
+        try:
+            candidate = (base / relpath).resolve()
+            if candidate != base and base not in candidate.parents:
+                raise PathRefusedError(f"path {relpath!r} resolves outside the memory root and is refused")
+            if not candidate.exists():
+                raise NotFoundError(f"{relpath!r} does not exist in the memory root: use a `path` from a search hit")
+            st = candidate.stat()
+        except UnicodeEncodeError as exc:
+            raise PathRefusedError(
+                f"path {relpath[:80]!r} is not valid Unicode (a lone surrogate): use a `path` from a search hit"
+            ) from exc
+        except OSError as exc:
+            raise NotFoundError(
+                f"path {relpath[:80]!r} cannot be looked up ({exc.strerror}): use a `path` from a search hit"
+            ) from exc
         if not stat.S_ISREG(st.st_mode):
             raise PathRefusedError(f"{relpath!r} is not a regular file and is refused")
         if st.st_nlink > 1 and not self._hard_link_stays_inside(candidate, st, base):
@@ -172,23 +197,95 @@ class MemoryRoot:
     # -- reading ------------------------------------------------------------------------------
 
     def read_text(self, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileText:
-        """Read a memory file for indexing; raise FileSkipped (with the reason) when it cannot be."""
+        """Read a memory file for indexing; raise FileSkipped (with the reason) when it cannot be.
+
+        The file is checked before it is opened (size limit, regular file, a symlink that leads out of the
+        root), so an oversized file, a FIFO or a device is never opened. Its size, mtime and identity are
+        taken before and after the read, from the path and from the open descriptor; when they moved, the
+        file is read again (a few times), so the size, mtime and sha256 returned always describe the bytes
+        returned. A file that keeps changing is skipped for this pass: the indexer records the size and
+        mtime it saw first, which the later writes changed, so the next pass reads it again.
+        """
+        import errno
+        import time
+
+        not_regular = "not a regular file (a FIFO, socket or device); only plain files are indexed"
         path = self.path / relpath
-        try:
-            st = os.stat(path)
-        except FileNotFoundError as exc:
-            raise FileSkipped("file disappeared while being read") from exc
-        if not stat.S_ISREG(st.st_mode):
-            raise FileSkipped("not a regular file")
-        if st.st_size > max_bytes:
-            raise FileSkipped(
-                f"{st.st_size} bytes is over the {max_bytes}-byte limit (raise index.max_file_bytes in memory.yaml)"
-            )
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise FileSkipped(f"grew past the {max_bytes}-byte limit while being read")
-        if b"\x00" in data[:8192]:
+        attempts = 4
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(0.01 * 2**attempt)  # 20, 40, 80 ms: let a writer finish
+            try:
+                before = os.stat(path)
+            except FileNotFoundError as exc:
+                raise FileSkipped("file disappeared while being read") from exc
+            except OSError as exc:
+                raise FileSkipped(f"cannot be read ({exc.strerror}); fix the file or its permissions") from exc
+            if not stat.S_ISREG(before.st_mode):
+                raise FileSkipped(not_regular)
+            real = Path(os.path.realpath(path))
+            if real != self.path and self.path not in real.parents:
+                raise FileSkipped(
+                    "a symlink that leads outside the memory root; not indexed (copy the file into the root "
+                    "to index it)"
+                )
+            if real.relative_to(self.path).parts[:1] == (STATE_DIR,):
+                raise FileSkipped(f"a symlink into {STATE_DIR}/ (derived index state); not indexed")
+            if before.st_size > max_bytes:
+                raise FileSkipped(
+                    f"{before.st_size} bytes is over the {max_bytes}-byte limit "
+                    "(raise index.max_file_bytes in memory.yaml)"
+                )
+            # O_NONBLOCK: should a FIFO be swapped in after the stat, opening it must not wait for a writer
+            flags = os.O_RDONLY
+            for name in ("O_NONBLOCK", "O_NOFOLLOW", "O_CLOEXEC"):
+                flags |= getattr(os, name, 0)
+            try:
+                fd = os.open(real, flags)
+            except FileNotFoundError:
+                continue  # replaced or renamed between the stat and the open: look again
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    continue  # became a symlink since realpath: look again
+                raise FileSkipped(f"cannot be read ({exc.strerror}); fix the file or its permissions") from exc
+            try:
+                opened = os.fstat(fd)
+                if not stat.S_ISREG(opened.st_mode):
+                    raise FileSkipped(not_regular)
+                parts: list[bytes] = []
+                left = max_bytes + 1
+                while left > 0:
+                    part = os.read(fd, min(left, 1 << 20))
+                    if not part:
+                        break
+                    parts.append(part)
+                    left -= len(part)
+                data = b"".join(parts)
+                after = os.fstat(fd)
+            except OSError as exc:
+                raise FileSkipped(f"cannot be read ({exc.strerror}); fix the file or its permissions") from exc
+            finally:
+                os.close(fd)
+            try:
+                again = os.stat(path)
+            except OSError:
+                continue  # renamed away or replaced while being read: look again
+            if len(data) > max_bytes:
+                raise FileSkipped(f"grew past the {max_bytes}-byte limit while being read")
+            seen = {(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in (before, opened, after, again)}
+            if len(seen) == 1 and len(data) == after.st_size:
+                break
+        else:
+            raise FileSkipped("kept changing while being read; it will be indexed on the next pass")
+        for bom, encoding in (
+            (b"\xff\xfe\x00\x00", "UTF-32"),
+            (b"\x00\x00\xfe\xff", "UTF-32"),
+            (b"\xff\xfe", "UTF-16"),
+            (b"\xfe\xff", "UTF-16"),
+        ):
+            if data.startswith(bom):
+                raise FileSkipped(f"{encoding} text (byte-order mark); save it as UTF-8 to index it")
+        if b"\x00" in data:
             raise FileSkipped("binary file (contains NUL bytes)")
         warnings: list[str] = []
         try:
@@ -198,7 +295,7 @@ class MemoryRoot:
             warnings.append(f"not valid UTF-8 (byte {exc.start}); undecodable bytes shown as U+FFFD")
         if text.startswith("\ufeff"):
             text = text[1:]
-        return FileText(text, sha256_bytes(data), len(data), st.st_mtime_ns, tuple(warnings))
+        return FileText(text, sha256_bytes(data), len(data), after.st_mtime_ns, tuple(warnings))
 
     def read_lines(self, relpath: str) -> list[str]:
         """The lines of a file a client asked for (confined to the root), without line endings."""
@@ -252,6 +349,7 @@ def atomic_write(dest: Path, text: str | bytes, *, exclusive: bool = False) -> N
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        crash_point("atomic-write-before-rename")
         if exclusive:
             os.link(tmp, dest)
         else:
@@ -260,6 +358,34 @@ def atomic_write(dest: Path, text: str | bytes, *, exclusive: bool = False) -> N
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def remove_stale_temps(folder: Path, older_than: float = STALE_TEMP_SECONDS,
+                       pattern: re.Pattern[str] = TEMP_FILE) -> list[Path]:
+    """Remove the temp files a killed writer left in `folder` (not its subfolders); return what was removed.
+
+    Only names atomic_write makes (`pattern`), and only files last modified more than `older_than` seconds
+    ago, so a write in progress in another process is never disturbed. Such files are dot-files: nothing
+    indexes or reads them, this only keeps them from piling up.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    cutoff = time.time() - older_than
+    for entry in entries:
+        if not pattern.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    if removed:
+        log.warning("removed %d temporary file(s) left in %s by an interrupted write", len(removed), folder)
+    return removed
 
 
 def _fsync_dir(path: Path) -> None:

@@ -1,0 +1,35 @@
+"""A fault-injection hook for tests: die with SIGKILL at a named point, exactly like `kill -9` there.
+
+Crash-safety tests start a real `memory-server` process with `MEMORY_SERVER_CRASH_AT=<point>` (several
+points separated by commas) in its environment. When that process reaches `crash_point("<point>")` it kills
+itself with SIGKILL: no `finally`, no `atexit`, no flushing, so what is left on disk is what a power cut or
+an OOM kill would leave at that moment. The test then runs the next command and checks that it recovers.
+
+Without the variable (every normal run) a call costs one environment lookup and does nothing.
+
+Points:
+
+    atomic-write-before-rename          store.atomic_write: the temp file is written and fsynced, not yet
+                                        linked or renamed into place (compression, proposals, state files)
+    compress-between-files              compress --all: one transcript's file written, the next not started
+    dream-apply-before-journal          dream apply: every temp file written, the journal not yet written
+    dream-apply-after-journal           the journal is on disk, no target renamed yet
+    dream-apply-after-first-rename      the first target renamed into place, the others not yet
+    dream-apply-before-meta             every target renamed; proposal.json and the dream state not written
+                                        (`dream reject` passes this point and the next one too)
+    dream-apply-before-journal-removed  proposal.json and the dream state written; the journal still there
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "MEMORY_SERVER_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when MEMORY_SERVER_CRASH_AT names `name`; otherwise do nothing."""
+    wanted = os.environ.get(ENV)
+    if wanted and name in wanted.split(","):
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))

@@ -1,0 +1,199 @@
+"""When the client goes away, the server and everything it started are gone within two seconds.
+
+Three ways a client goes: it closes stdin in the middle of background indexing; it closes stdin while a
+request is stuck waiting for locks another process holds; it is killed outright (kill -9), so the pipe
+closes under the server. The server is driven over raw JSON-RPC on pipes, as Claude Code drives it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from conftest import write
+
+EXIT_SECONDS = 2.0
+SERVER = [sys.executable, "-m", "memory_server.cli", "serve", "--root"]
+
+
+def big_root(root: Path, files: int = 150) -> None:
+    for i in range(files):
+        paragraphs = "\n\n".join(f"Paragraph {j} of note {i}: gears, belts and widget {i * j}." for j in range(10))
+        write(root, f"topics/note{i}.md", f"# Note {i}\n\n{paragraphs}\n")
+
+
+class RawClient:
+    """JSON-RPC over the server's stdin/stdout, line by line."""
+
+    def __init__(self, root: Path, errlog: Path) -> None:
+        self.err = open(errlog, "w")
+        self.proc = subprocess.Popen(
+            [*SERVER, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err
+        )
+        self.next_id = 1
+        self.request("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"},
+        })
+        self.notify("notifications/initialized")
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def send_request(self, method: str, params: dict[str, Any]) -> None:
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        self.next_id += 1
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.send_request(method, params)
+        assert self.proc.stdout is not None
+        return json.loads(self.proc.stdout.readline())
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = self.request("tools/call", {"name": tool, "arguments": arguments})["result"]
+        return result.get("structuredContent") or json.loads(result["content"][0]["text"])
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def close_stdin_and_time_exit(self) -> float:
+        assert self.proc.stdin is not None
+        started = time.monotonic()
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            self.kill()
+        return time.monotonic() - started
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process whose parent chain leads to `pid`."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def assert_clean_exit(client: RawClient, errlog: Path, seconds: float, started: set[int]) -> None:
+    assert seconds < EXIT_SECONDS, f"the server took {seconds:.2f}s to exit after stdin closed"
+    assert client.proc.returncode == 0, client.proc.returncode
+    leftovers = [pid for pid in started if alive(pid)]
+    assert not leftovers, f"processes the server started outlived it: {leftovers}"
+    log = errlog.read_text()
+    assert "Traceback" not in log, log
+
+
+def test_closing_stdin_during_background_indexing(root: Path, tmp_path: Path) -> None:
+    big_root(root)
+    errlog = tmp_path / "server.err"
+    client = RawClient(root, errlog)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # wait until the model is embedding: the slowest, least interruptible work there is
+            progress = client.call("memory_status")["indexing"]
+            if progress["stage"] == "embedding" and 0 < progress["done"] < progress["total"]:
+                break
+            assert time.monotonic() < deadline, progress
+            time.sleep(0.05)
+        started = descendants(client.proc.pid)
+        seconds = client.close_stdin_and_time_exit()
+    finally:
+        client.kill()
+    assert_clean_exit(client, errlog, seconds, started)
+
+
+def test_closing_stdin_while_a_request_waits_for_locks(root: Path, tmp_path: Path) -> None:
+    # Another process holds both index locks: the background sync waits, and so does a semantic search.
+    state = root / ".memory"
+    state.mkdir(exist_ok=True)
+    writer = filelock.FileLock(str(state / "index.lock"))
+    writer.acquire()
+    store = os.open(state / "chroma.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(store, fcntl.LOCK_EX)
+    errlog = tmp_path / "server.err"
+    client = RawClient(root, errlog)
+    try:
+        client.send_request("tools/call", {"name": "search_memory", "arguments": {"query": "belt tension"}})
+        time.sleep(1.0)  # the search is now waiting for the vector store
+        started = descendants(client.proc.pid)
+        seconds = client.close_stdin_and_time_exit()
+    finally:
+        client.kill()
+        writer.release()
+        os.close(store)
+    assert_clean_exit(client, errlog, seconds, started)
+    assert "exiting now" in errlog.read_text()  # it said why it did not wait for the request
+
+
+def test_a_killed_client_leaves_no_server_behind(root: Path, tmp_path: Path) -> None:
+    """kill -9 of the client (Claude Code crashing): the pipe closes under the server, which must go too."""
+    big_root(root, 60)
+    client_script = textwrap.dedent(
+        f"""
+        import json, subprocess, sys, time
+        server = subprocess.Popen({[*SERVER, str(root)]!r}, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        server.stdin.write((json.dumps({{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{
+            "protocolVersion": "2025-06-18", "capabilities": {{}},
+            "clientInfo": {{"name": "t", "version": "1"}}}}}}) + "\\n").encode())
+        server.stdin.flush()
+        server.stdout.readline()
+        print(server.pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    client = subprocess.Popen([sys.executable, "-c", client_script], stdout=subprocess.PIPE, text=True)
+    server_pid = None
+    try:
+        assert client.stdout is not None
+        server_pid = int(client.stdout.readline())
+        time.sleep(1.5)  # let background indexing get going
+        started = descendants(server_pid)
+        killed = time.monotonic()
+        os.kill(client.pid, signal.SIGKILL)
+        client.wait()
+        while alive(server_pid) and time.monotonic() - killed < 30:
+            time.sleep(0.02)
+        seconds = time.monotonic() - killed
+        assert seconds < EXIT_SECONDS, f"the orphaned server lived {seconds:.2f}s after its client died"
+        assert not [pid for pid in started if alive(pid)]
+    finally:
+        if client.poll() is None:
+            client.kill()
+        if server_pid is not None and alive(server_pid):
+            os.kill(server_pid, signal.SIGKILL)
