@@ -184,7 +184,7 @@ class _Gen:
                 "",
                 f"def {f['func']}({f['noun']}, *, retries={f['num']}):",
                 f'    """{self.fill(self.pick(PROSE), f)}"""',
-                f"    for attempt in range(retries):",
+                "    for attempt in range(retries):",
                 f"        result = {f['func2']}({f['noun']})",
                 "        if result.ok:",
                 "            return result",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import sys
@@ -347,6 +348,46 @@ def _rss(pid: int | None) -> int | None:
     return benchlib.proc_status(pid).get("VmRSS") if pid else None
 
 
+async def model_rss_phase(root: Path, queries: list[tuple[str, str]], errlog: Any) -> dict[str, Any]:
+    """For a root whose vectors came from FakeEmbedder: the real `memory-server serve`, with the model, on
+    the same store, to measure resident memory with the model loaded at this size. The index's vector
+    recipe is relabelled as the model's for the duration (else the server would re-embed every chunk), so
+    the semantic rankings mean nothing here; memory and latency are real. The label is put back after."""
+    import sqlite3
+
+    db_path = root / ".memory" / "index.sqlite3"
+
+    def relabel(old: str, new: str) -> str:
+        db = sqlite3.connect(db_path)
+        try:
+            recipe = db.execute("SELECT value FROM meta WHERE key = 'vector_recipe'").fetchone()[0]
+            db.execute("UPDATE meta SET value = ? WHERE key = 'vector_recipe'", (recipe.replace(old, new),))
+            db.commit()
+            return recipe
+        finally:
+            db.close()
+
+    fake_name, model_name = make_embedder(True).name, make_embedder(False).name
+    relabel(fake_name, model_name)
+    try:
+        async with benchlib.mcp_server(root, errlog=errlog) as (server, _marks):
+            await benchlib.wait_until_idle(server)
+            out: dict[str, Any] = {"server": "memory-server serve (model loaded, vectors from FakeEmbedder)"}
+            semantic: list[float] = []
+            for _kind, query in queries:
+                t0 = time.perf_counter()
+                await server.call("search_memory", {"query": query})
+                semantic.append(time.perf_counter() - t0)
+                await server.call("search_exact", {"query": query})
+            out["search_memory"] = benchlib.latency_summary(semantic)
+            mem = benchlib.proc_status(server.pid) if server.pid else {}
+            out["rss_bytes"] = mem.get("VmRSS")
+            out["peak_rss_bytes"] = mem.get("VmHWM")
+            return out
+    finally:
+        relabel(model_name, fake_name)
+
+
 # -- one size -----------------------------------------------------------------------------------------
 
 
@@ -394,6 +435,10 @@ def run_size(size: int, args: argparse.Namespace, settings: Settings) -> dict[st
             result["server"] = asyncio.run(
                 server_phase(root, rel, corpus.files[rel], queries, args.edits, log_path, bool(args.fake))
             )
+            if args.fake:
+                benchlib.log(f"[scale {size}] the real server with the model on the same store (resident memory)")
+                with open(log_path or os.devnull, "a", encoding="utf-8") as errlog:
+                    result["server_with_model"] = asyncio.run(model_rss_phase(root, queries, errlog))
         finally:
             (root / rel).write_text(corpus.files[rel], encoding="utf-8")
             memory = Memory(root, settings=settings, embedder=embedder)
@@ -456,6 +501,15 @@ def print_results(results: list[dict[str, Any]]) -> None:
         ["chunks", ".memory MB", "fts MB", "emb cache MB", "chroma MB", "RSS start MB", "RSS end MB", "peak MB", "mcp exact p50", "mcp memory p50", "mcp memory p95"],
         rows, "disk and a real server (MCP stdio round trips, ms)"))
     print()
+    rows = [
+        [r["chunks"], mb(w.get("rss_bytes")), mb(w.get("peak_rss_bytes")), w.get("search_memory", {}).get("p50_ms", "-")]
+        for r in results if (w := r.get("server_with_model"))
+    ]
+    if rows:
+        print(benchlib.format_table(
+            ["chunks", "RSS end MB", "peak MB", "mcp memory p50"], rows,
+            "sizes with FAKE vectors: the real server with the model loaded on the same store"))
+        print()
 
 
 def build_parser() -> argparse.ArgumentParser:

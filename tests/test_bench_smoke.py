@@ -119,6 +119,17 @@ def test_scale_smoke(tmp_path: Path) -> None:
     assert server["edit_to_searchable_median_ms"] > 0
     assert server["rss_bytes"] and server["rss_bytes"] > 10_000_000
     _check_latency(server["search_exact"])
+    with_model = r["server_with_model"]  # the real server, model loaded, on the fake vectors
+    assert with_model["peak_rss_bytes"] > server["rss_bytes"], "the model's memory shows"
+    _check_latency(with_model["search_memory"])
+    import sqlite3
+
+    db = sqlite3.connect(Path(r["root"]) / ".memory" / "index.sqlite3")
+    try:
+        recipe = db.execute("SELECT value FROM meta WHERE key = 'vector_recipe'").fetchone()[0]
+    finally:
+        db.close()
+    assert recipe.startswith("fake-hash-384"), "the root's vector label is put back after the model phase"
 
 
 def test_coldstart_smoke(tmp_path: Path) -> None:

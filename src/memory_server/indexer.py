@@ -23,8 +23,9 @@ import numpy as np
 
 from .embed_cache import EmbeddingCache
 from .embedder import Embedder
-from .errors import LockedError, VectorStoreError
-from .fts import CorruptIndexError, FileRecord, FtsIndex
+from .errors import LockedError
+from .fts import FileRecord, FtsIndex
+from .index_repair import IndexRepairs
 from .markdown import EMBED_RECIPE, Chunk, parse_document
 from .settings import Settings
 from .store import FileSkipped, MemoryRoot, layer_of
@@ -66,7 +67,7 @@ class IndexCancelled(Exception):
     """The index update was stopped (the server is shutting down); the next run resumes it."""
 
 
-class Indexer:
+class Indexer(IndexRepairs):
     """The single writer of a root's indices. Safe to share between threads of one process."""
 
     def __init__(
@@ -91,24 +92,6 @@ class Indexer:
         self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
         self._checked = False  # the FTS database passed its integrity check in this process
-
-    # -- recovery -----------------------------------------------------------------------------
-
-    def ensure_healthy(self, *, force: bool = False, timeout: float = 60.0) -> None:
-        """Check the FTS database (once per process, or again when `force`d after an error) under the writer
-        lock; if it is corrupt, delete it so the next sync rebuilds it from the files."""
-        if self._checked and not force:
-            return
-        with self._writer(timeout):
-            try:
-                self.fts.check()
-            except CorruptIndexError as exc:
-                self._note(f"keyword index at {self.fts.path} was unreadable ({exc}); rebuilt it from the files")
-                self.fts.destroy()
-                self.fts.conn()
-                # Every file now counts as new, so the next sync re-indexes it and replaces its vectors (from
-                # the embedding cache); vectors of chunks that no longer exist are removed by _check_vectors.
-            self._checked = True
 
     # -- syncing ------------------------------------------------------------------------------
 
@@ -165,75 +148,6 @@ class Indexer:
         self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
         self.fts.set_meta("vector_recipe", recipe)
 
-    def _reset_vectors(self) -> None:
-        """Start the vectors from nothing; a store that cannot even be opened is deleted and made anew."""
-        assert self.vectors is not None
-        try:
-            self.vectors.reset()
-        except LockedError:
-            raise
-        except VectorStoreError as exc:
-            if self.settings.vectors.backend != "persistent":
-                raise
-            self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
-            self.vectors.destroy()
-
-    def _open_vectors(self) -> None:
-        """Open the vector store; an embedded one that cannot be opened (damaged) is deleted and made anew,
-        and every file's vectors are stored again (from the embedding cache)."""
-        assert self.vectors is not None
-        try:
-            self.vectors.check()
-        except LockedError:
-            raise
-        except VectorStoreError as exc:
-            if self.settings.vectors.backend != "persistent":
-                raise
-            self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
-            self.vectors.destroy()
-            self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
-
-    def _check_vectors(self) -> bool:
-        """Make the vector index agree with the manifest: a store that cannot be opened (corrupt, or its
-        folder deleted) is made anew; vectors of chunks that no longer exist are deleted; files whose
-        vectors are missing are embedded again (from the cache, so no model work for unchanged text)."""
-        assert self.vectors is not None
-        replaced, self.vectors.replaced = self.vectors.replaced, False
-        stored = self.vectors.count()
-        expected = sum(
-            f.chunks for f in self.fts.files().values()
-            if f.layer != "transcript" and f.status != "skipped" and f.vectors_sha256 == f.sha256
-        )
-        if stored == expected and not replaced:
-            return True
-        have = self.vectors.ids()
-        wanted: dict[str, str] = {}
-        for cid, path in self.fts.iter_chunk_ids():
-            wanted[cid] = path
-        extra = have - wanted.keys()
-        missing_files = {path for cid, path in wanted.items() if cid not in have}
-        if extra:
-            self.vectors.delete_ids(sorted(extra))
-        self.fts.begin()
-        try:
-            for path in missing_files:
-                self.fts.set_vectors_sha(path, None)
-            self.fts.commit()
-        except BaseException:
-            self.fts.rollback()
-            raise
-        if extra or missing_files:
-            self._note(
-                f"the vector index disagreed with the files ({len(have)} vectors for {len(wanted)} chunks: "
-                f"{len(extra)} stale deleted, {len(missing_files)} files re-added)"
-            )
-        return not missing_files
-
-    def _note(self, note: str) -> None:
-        log.warning(note)
-        self.notes.append(note)
-        del self.notes[:-20]
-
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
             raise IndexCancelled()
@@ -255,35 +169,6 @@ class Indexer:
             if layer is not None:
                 out[rel] = layer
         return out
-
-    def _check_manifest(self) -> None:
-        """Make the manifest and the stored chunks agree: a file whose chunks are not all there (or not only
-        its own) is read again; chunks of files the manifest does not list are deleted."""
-        c = self.fts.conn()
-        wrong = [
-            r[0]
-            for r in c.execute(
-                "SELECT f.path FROM files f LEFT JOIN (SELECT path, count(*) AS n FROM chunks GROUP BY path) k "
-                "ON k.path = f.path WHERE f.status != 'skipped' AND f.chunks != coalesce(k.n, 0)"
-            )
-        ]
-        orphans = [r[0] for r in c.execute("SELECT DISTINCT path FROM chunks WHERE path NOT IN (SELECT path FROM files)")]
-        if not wrong and not orphans:
-            return
-        self.fts.begin()
-        try:
-            for path in wrong:  # forget what we knew, so the sync reads and chunks it again
-                c.execute("UPDATE files SET size = -1, sha256 = '', vectors_sha256 = NULL WHERE path = ?", (path,))
-            for path in orphans:
-                c.execute("DELETE FROM chunks WHERE path = ?", (path,))
-            self.fts.commit()
-        except BaseException:
-            self.fts.rollback()
-            raise
-        self._note(
-            f"the keyword index disagreed with its manifest ({len(wrong)} files with missing or extra chunks, "
-            f"{len(orphans)} unlisted files); re-indexed them from the files"
-        )
 
     def _sync_keyword(self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None) -> None:
         if paths is None:
@@ -449,11 +334,14 @@ class Indexer:
             chunks.extend(self.fts.chunks_of(r.path))
         misses = self.cache.misses
         texts = [c.embed_text() for c in chunks]
-        parts = []
-        for i in range(0, len(texts), EMBED_SLICE):
-            self._check_cancel()  # a model batch takes a moment: stop promptly when the server is closing
-            parts.append(self.cache.embed(self.embedder, texts[i : i + EMBED_SLICE]))
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        # Slices of similar length (so the model's batches pad little), checking for cancellation between
+        # them: a slice takes a second or two, so a closing server never waits long.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        for i in range(0, len(order), EMBED_SLICE):
+            self._check_cancel()
+            part = order[i : i + EMBED_SLICE]
+            vectors[part] = self.cache.embed(self.embedder, [texts[j] for j in part])
         report.chunks_embedded += self.cache.misses - misses
         self.vectors.delete_paths([r.path for r in records])
         if chunks:
