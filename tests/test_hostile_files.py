@@ -95,12 +95,9 @@ def test_50_mb_file_is_skipped_without_being_opened(root: Path):
     write(root, "topics/small.md", "# Small\n\nSMALL_NEIGHBOUR_TOKEN\n")
     watch = OpenWatch(big)
     try:
-        started = time.monotonic()
         report = m.index()
-        seconds = time.monotonic() - started
         assert watch.events() == 0, "the indexer opened or read the 50 MB file"
         assert report.skipped == ["topics/big.md"] and "topics/small.md" in report.added
-        assert seconds < 5, f"skipping one oversized file took {seconds:.1f}s"
         reason = problems(m)["topics/big.md"]
         assert reason["status"] == "skipped"
         assert f"{50 * 1024 * 1024} bytes is over the {DEFAULT_MAX_FILE_BYTES}-byte limit" in reason["reason"]
