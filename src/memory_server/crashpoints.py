@@ -18,6 +18,10 @@ Points:
     dream-apply-before-meta             every target renamed; proposal.json and the dream state not written
                                         (`dream reject` passes this point and the next one too)
     dream-apply-before-journal-removed  proposal.json and the dream state written; the journal still there
+    index-rebuild-mid-keyword           index --rebuild: half the files read into the uncommitted keyword index
+    index-rebuild-after-keyword         the rebuilt keyword index committed; the vectors not yet reset
+    index-vectors-between-batches       a file group's first batch of vectors written to Chroma, not the rest
+    index-vectors-before-manifest       a group's vectors written; the manifest does not yet say so
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import filelock
 import numpy as np
 
 from .embed_cache import EmbeddingCache
+from .crashpoints import crash_point
 from .embedder import Embedder
 from .errors import LockedError
 from .fts import FileRecord, FtsIndex
@@ -118,6 +119,7 @@ class Indexer(IndexRepairs):
         with self._writer(timeout):
             if rebuild:
                 self._rebuild_keyword(report, progress)
+                crash_point("index-rebuild-after-keyword")
                 if self.vectors is not None and vectors:
                     self._reset_vectors()
             else:
@@ -209,6 +211,8 @@ class Indexer(IndexRepairs):
             self.fts.clear()  # readers keep seeing the old index until this transaction commits
             for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
                 self._sync_file(rel, layer, None, report)
+                if n == len(wanted) // 2:
+                    crash_point("index-rebuild-mid-keyword")
                 if n % 200 == 0:
                     self._set_progress("reading files", n, len(wanted), progress)
             self.fts.commit()
@@ -347,6 +351,7 @@ class Indexer(IndexRepairs):
         if chunks:
             self.vectors.upsert(chunks, vectors)
         report.vectors_written += len(chunks)
+        crash_point("index-vectors-before-manifest")
         self.fts.begin()
         try:
             for r in records:

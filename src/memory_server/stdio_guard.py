@@ -24,7 +24,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-EXIT_GRACE_SECONDS = 1.5
+EXIT_GRACE_SECONDS = 1.0
 
 
 def exit_on_hangup(on_hangup: Callable[[], None]) -> None:

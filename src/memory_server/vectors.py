@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from .crashpoints import crash_point
 from .errors import LockedError, VectorStoreError
 from .markdown import Chunk
 from .settings import VectorSettings
@@ -268,6 +269,8 @@ class VectorIndex:
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         for i in range(0, len(chunks), WRITE_BATCH):
+            if i:
+                crash_point("index-vectors-between-batches")
             part = chunks[i : i + WRITE_BATCH]
             with self._access(write=True) as col:
                 try:
