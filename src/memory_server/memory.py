@@ -158,10 +158,13 @@ class Memory:
 
         def run() -> tuple[list[Hit], str]:
             try:
-                return search_hybrid(
+                found = search_hybrid(
                     self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
                     vector_lookup=self._cached_vectors,
                 )
+                if found[1] != "keyword":
+                    self.vector_error = None  # the semantic side answered: any earlier error is over
+                return found
             except (VectorStoreError, LockedError) as exc:
                 if vectors is None:
                     raise
@@ -192,6 +195,8 @@ class Memory:
         next full sync). Raises LockedError when another process is writing for too long."""
         self.indexer.ensure_healthy(force=True, timeout=REPAIR_WAIT_SECONDS)
         self.indexer.sync(vectors=False, timeout=REPAIR_WAIT_SECONDS)
+        if self.on_repair_needed is not None:
+            self.on_repair_needed()
 
     def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, Any]:
         """Stored vectors of chunks, from the embedding cache (no model call)."""

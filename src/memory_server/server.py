@@ -95,7 +95,8 @@ def build_server(memory: Memory, *, background: bool = True, watch: bool = True)
         hits, mode = memory.search_memory(query, k, layers, after, before)
         out: dict[str, Any] = {"hits": [h.to_dict() for h in hits], "mode": mode}
         if mode == "keyword" and memory.vectors is not None:
-            out["note"] = "semantic index not ready yet; these hits come from keyword search"
+            why = f"unavailable ({memory.vector_error})" if memory.vector_error else "not ready yet"
+            out["note"] = f"semantic index {why}; these hits come from keyword search"
         return out
 
     @mcp.tool(annotations=READ_ONLY)
