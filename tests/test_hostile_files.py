@@ -242,7 +242,9 @@ def test_file_name_that_is_not_utf8_does_not_stop_indexing(root: Path):
     try:
         m.index()
         assert_rest_indexed(m)
-        m.status()  # answers
+        status = m.status()
+        named = [p for p in status["problem_files"] if p["path"] == "topics/caf\\xe9.md"]
+        assert named and "not valid UTF-8" in named[0]["reason"], status["problem_files"]
     finally:
         m.close()
 

@@ -340,6 +340,10 @@ class Memory:
         for f in files.values():
             layers[f.layer] = layers.get(f.layer, 0) + 1
         pending = self.pending_files()
+        problems.extend(
+            {"path": name, "status": "skipped", "reason": "its name is not valid UTF-8; rename the file to index it"}
+            for name in self.root.unnameable
+        )
         out: dict[str, Any] = {
             "root": str(self.root.path),
             "files": counts["files"],

@@ -89,6 +89,7 @@ class MemoryRoot:
         if not root.is_dir():
             raise RootError(f"memory root {root} is not a directory: point --root / MEMORY_ROOT at a folder")
         self.path = root.resolve()
+        self.unnameable: list[str] = []  # files the last memory_files() left out: names not valid UTF-8
 
     def __repr__(self) -> str:
         return f"MemoryRoot({str(self.path)!r})"
@@ -128,16 +129,20 @@ class MemoryRoot:
                 for dirpath, dirnames, filenames in os.walk(top):
                     dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                     candidates.extend(Path(dirpath) / f for f in filenames)
+        unnameable: list[str] = []
         for p in sorted(candidates):
             rel = self.relpath(p)
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
-                log.warning("ignored %r: its name is not valid UTF-8; rename it to index it", rel)
+                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                log.warning("ignored %s: its name is not valid UTF-8; rename it to index it", shown)
+                unnameable.append(shown)
                 continue
             layer = layer_of(rel)
             if layer is not None:
                 yield rel, layer
+        self.unnameable = unnameable
 
     # -- confinement ----------------------------------------------------------------------------
 
