@@ -273,3 +273,52 @@ def test_a_damaged_embedding_cache_and_recall_log_are_set_aside(root: Path, capl
         assert "embedding cache" in caplog.text and "recall log" in caplog.text
     finally:
         m.close()
+
+
+def tamper_keeping_size_and_time(path: Path, old: str, new: str) -> None:
+    """Change a file's content while keeping its size and modification time (a restore from a backup that
+    preserves times can do this): the manifest's cheap check cannot see it."""
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    assert len(old) == len(new) and old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_file_changed_behind_the_manifest_is_caught_by_verify(root: Path, caplog) -> None:
+    many_files(root)
+    m = Memory(root, embedder=False)
+    try:
+        m.index()
+        tamper_keeping_size_and_time(root / "topics/extra4.md", "zzextra4", "zzfresh4")
+        m.index()
+        assert m.search_exact("zzfresh4") == [], "size and time match: a plain index trusts the manifest"
+        with caplog.at_level(logging.WARNING):
+            report = m.index(verify=True)
+        assert report.updated == ["topics/extra4.md"]
+        assert [h.path for h in m.search_exact("zzfresh4")] == ["topics/extra4.md"]
+        assert m.search_exact("zzextra4") == []
+        assert any("without its size or modification time changing" in n for n in m.status()["notes"])
+        assert "without its size or modification time changing" in caplog.text
+        assert m.index(verify=True).updated == []  # nothing left to repair
+    finally:
+        m.close()
+
+
+def test_the_server_verifies_every_file_when_it_starts(root: Path, tmp_path: Path) -> None:
+    many_files(root)
+    m = Memory(root, embedder=False)
+    m.index()
+    m.close()
+    tamper_keeping_size_and_time(root / "topics/extra9.md", "zzextra9", "zzfresh9")
+
+    async def main() -> None:
+        async with connect(root, errlog=open(tmp_path / "server.err", "w")) as s:
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while not payload(await s.call_tool("search_exact", {"query": "zzfresh9"}))["hits"]:
+                assert time.monotonic() < deadline, payload(await s.call_tool("memory_status", {}))
+                await anyio.sleep(0.2)
+            assert not payload(await s.call_tool("search_exact", {"query": "zzextra9"}))["hits"]
+
+    anyio.run(main)

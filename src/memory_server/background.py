@@ -48,11 +48,13 @@ class Background:
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout)
 
-    def _sync(self, paths: set[str] | None, *, vectors: bool = True) -> bool:
+    def _sync(self, paths: set[str] | None, *, vectors: bool = True, verify: bool = False) -> bool:
         if self._stop.is_set():
             return False
         try:
-            report = self.memory.index(paths=sorted(paths) if paths is not None else None, vectors=vectors, timeout=5.0)
+            report = self.memory.index(
+                paths=sorted(paths) if paths is not None else None, vectors=vectors, timeout=5.0, verify=verify
+            )
             if report.changed or report.vectors_written:
                 log.info("index: %s", report.summary())
             return True
@@ -72,7 +74,9 @@ class Background:
         # Let the MCP handshake finish first: indexing competes with it for the interpreter.
         if self._stop.wait(START_DELAY_SECONDS):
             return
-        self._sync(None, vectors=False)
+        # At start, trust no size or modification time: a file restored with its old time is caught here
+        # (reading every file costs well under a second even at 100k chunks).
+        self._sync(None, vectors=False, verify=True)
         # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
         while not self._sync(None) and not self._stop.wait(INITIAL_RETRY_SECONDS):
             pass

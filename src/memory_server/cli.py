@@ -93,7 +93,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     memory = open_memory(args, **({"embedder": False} if args.keyword_only else {}))
     bar = ProgressBar()
     try:
-        report = memory.index(rebuild=args.rebuild, progress=bar, timeout=args.wait)
+        report = memory.index(rebuild=args.rebuild, progress=bar, timeout=args.wait, verify=args.verify)
     finally:
         bar.close()
         memory.close()
@@ -260,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rebuild", action="store_true", help="rebuild the indices from the files")
     p.add_argument("--keyword-only", action="store_true", help="update only the keyword index (no model)")
+    p.add_argument("--verify", action="store_true",
+                   help="also read files whose size and time look unchanged, and re-index those that changed")
     p.add_argument("--wait", type=float, default=600.0, help="seconds to wait for another writer (default 600)")
 
     p = add("search", cmd_search, "search the memory", "Run the same search the MCP tools run.")

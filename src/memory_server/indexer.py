@@ -93,6 +93,7 @@ class Indexer(IndexRepairs):
         self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
         self._checked = False  # the FTS database passed its integrity check in this process
+        self._verify = False  # this sync reads every file, trusting no size or modification time
 
     # -- syncing ------------------------------------------------------------------------------
 
@@ -109,14 +110,18 @@ class Indexer(IndexRepairs):
         vectors: bool = True,
         timeout: float = 120.0,
         progress: Progress | None = None,
+        verify: bool = False,
     ) -> SyncReport:
         """Bring the indices up to date with the files (all of them, or just `paths`), or rebuild them.
 
-        Raises LockedError when another process keeps the writer lock for longer than `timeout` seconds.
+        `verify` reads every file, even those whose size and modification time match the manifest, and
+        re-indexes any whose content differs (a file restored with its old time, say). Raises LockedError
+        when another process keeps the writer lock for longer than `timeout` seconds.
         """
         started = time.monotonic()
         report = SyncReport()
         with self._writer(timeout):
+            self._verify = verify
             if rebuild:
                 self._rebuild_keyword(report, progress)
                 crash_point("index-rebuild-after-keyword")
@@ -236,7 +241,8 @@ class Indexer(IndexRepairs):
         except OSError as exc:  # a symlink loop, no permission: say so in status, never stop the rest
             self._skip_unreadable(rel, layer, old, report, exc)
             return
-        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+        same_stat = old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns
+        if same_stat and not (self._verify and old is not None and old.status != "skipped"):
             report.unchanged += 1
             return
         report.files_read += 1
@@ -252,9 +258,12 @@ class Indexer(IndexRepairs):
             log.warning("skipped %s: %s", rel, why)
             return
         if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
-            self.fts.touch_file(rel, content.size, content.mtime_ns)  # touched, not changed
+            if not same_stat:
+                self.fts.touch_file(rel, content.size, content.mtime_ns)  # touched, not changed
             report.unchanged += 1
             return
+        if same_stat:
+            self._note(f"{rel} changed without its size or modification time changing; re-indexed it")
         doc = parse_document(rel, layer, content.text, max_chunk_chars=self.settings.index.max_chunk_chars)
         warnings = list(content.warnings) + doc.warnings
         record = FileRecord(

@@ -107,12 +107,14 @@ class Memory:
         vectors: bool = True,
         timeout: float = 120.0,
         progress: Progress | None = None,
+        verify: bool = False,
     ) -> SyncReport:
-        """Bring the indices up to date (only what changed), or rebuild them from the files."""
+        """Bring the indices up to date (only what changed), or rebuild them from the files. `verify` also
+        reads the files whose size and modification time look unchanged, and re-indexes those that are not."""
         self.indexer.ensure_healthy(timeout=timeout)
         try:
             report = self.indexer.sync(
-                rebuild=rebuild, paths=paths, vectors=vectors, timeout=timeout, progress=progress
+                rebuild=rebuild, paths=paths, vectors=vectors, timeout=timeout, progress=progress, verify=verify
             )
         except (sqlite3.DatabaseError, CorruptIndexError) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
