@@ -83,24 +83,24 @@ class IndexRepairs:
         )
 
     def _reset_vectors(self) -> None:
-        """Start the vectors from nothing; a store that cannot even be opened is deleted and made anew."""
+        """Start the vectors from nothing."""
         assert self.vectors is not None
-        try:
-            self.vectors.reset()
-        except LockedError:
-            raise
-        except VectorStoreError as exc:
-            if self.settings.vectors.backend != "persistent":
-                raise
-            self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
-            self.vectors.destroy()
+        self._use_or_remake_store(self.vectors.reset)
 
     def _open_vectors(self) -> None:
-        """Open the vector store; an embedded one that cannot be opened (damaged) is deleted and made anew,
-        and every file's vectors are stored again (from the embedding cache)."""
+        """Open the vector store; when it had to be made anew, every file's vectors are stored again (from
+        the embedding cache)."""
+        assert self.vectors is not None
+        if not self._use_or_remake_store(self.vectors.check):
+            self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+
+    def _use_or_remake_store(self, action: Callable[[], object]) -> bool:
+        """Run `action` on the vector store. An embedded store that cannot be opened (damaged) is deleted
+        and made anew instead, and False returned; a server's errors and a busy lock are raised."""
         assert self.vectors is not None
         try:
-            self.vectors.check()
+            action()
+            return True
         except LockedError:
             raise
         except VectorStoreError as exc:
@@ -108,12 +108,12 @@ class IndexRepairs:
                 raise
             self._note(f"the vector index could not be opened ({exc}); deleted it and rebuilt it from the files")
             self.vectors.destroy()
-            self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+            return False
 
     def _check_vectors(self) -> bool:
-        """Make the vector index agree with the manifest: a store that cannot be opened (corrupt, or its
-        folder deleted) is made anew; vectors of chunks that no longer exist are deleted; files whose
-        vectors are missing are embedded again (from the cache, so no model work for unchanged text)."""
+        """Make the vector index agree with the manifest (after a deleted folder, a crash, another writer):
+        vectors of chunks that no longer exist are deleted; files whose vectors are missing are embedded
+        again (from the cache, so no model work for unchanged text)."""
         assert self.vectors is not None
         replaced, self.vectors.replaced = self.vectors.replaced, False
         stored = self.vectors.count()
