@@ -93,7 +93,6 @@ class Indexer(IndexRepairs):
         self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
         self._checked = False  # the FTS database passed its integrity check in this process
-        self._verify = False  # this sync reads every file, trusting no size or modification time
 
     # -- syncing ------------------------------------------------------------------------------
 
@@ -121,14 +120,13 @@ class Indexer(IndexRepairs):
         started = time.monotonic()
         report = SyncReport()
         with self._writer(timeout):
-            self._verify = verify
             if rebuild:
                 self._rebuild_keyword(report, progress)
                 crash_point("index-rebuild-after-keyword")
                 if self.vectors is not None and vectors:
                     self._reset_vectors()
             else:
-                self._sync_keyword(report, paths, progress)
+                self._sync_keyword(report, paths, progress, verify)
             if self.vectors is not None and self.embedder is not None and vectors:
                 self._open_vectors()
                 self._check_recipe(rebuild)
@@ -177,7 +175,9 @@ class Indexer(IndexRepairs):
                 out[rel] = layer
         return out
 
-    def _sync_keyword(self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None) -> None:
+    def _sync_keyword(
+        self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None, verify: bool = False
+    ) -> None:
         if paths is None:
             self._check_manifest()
         known = self.fts.files()
@@ -193,7 +193,7 @@ class Indexer(IndexRepairs):
         try:
             for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
                 self._check_cancel()
-                self._sync_file(rel, layer, known.get(rel), report)
+                self._sync_file(rel, layer, known.get(rel), report, verify)
                 if n % 200 == 0:
                     self.fts.commit()
                     self.fts.begin()
@@ -226,7 +226,10 @@ class Indexer(IndexRepairs):
             raise
         self._set_progress("reading files", len(wanted), len(wanted), progress)
 
-    def _sync_file(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport) -> None:
+    def _sync_file(
+        self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
+    ) -> None:
+        """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
         if layer == "transcript":
             self._sync_transcript(rel, old, report)
             return
@@ -242,7 +245,7 @@ class Indexer(IndexRepairs):
             self._skip_unreadable(rel, layer, old, report, exc)
             return
         same_stat = old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns
-        if same_stat and not (self._verify and old is not None and old.status != "skipped"):
+        if same_stat and not (verify and old is not None and old.status != "skipped"):
             report.unchanged += 1
             return
         report.files_read += 1

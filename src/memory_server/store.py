@@ -5,6 +5,7 @@ Only this module reads or writes memory files. Everything else asks it for text 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -211,9 +212,6 @@ class MemoryRoot:
         returned. A file that keeps changing is skipped for this pass: the indexer records the size and
         mtime it saw first, which the later writes changed, so the next pass reads it again.
         """
-        import errno
-        import time
-
         not_regular = "not a regular file (a FIFO, socket or device); only plain files are indexed"
         path = self.path / relpath
         attempts = 4

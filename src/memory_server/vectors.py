@@ -240,10 +240,6 @@ class VectorIndex:
                 except Exception:  # pragma: no cover - best effort
                     pass
 
-    def reopen(self) -> None:
-        """Drop the in-memory view so the next call reads what is stored now."""
-        self._drop()
-
     def close(self) -> None:
         self._drop()
 
