@@ -32,6 +32,15 @@ def many_files(root: Path, n: int = 40) -> None:
         write(root, f"topics/extra{i}.md", f"# Extra {i}\n\nToken zzextra{i} lives here.\n\n- item {i} of a list\n")
 
 
+def indexed(root: Path, embedder: FakeEmbedder | bool = False) -> None:
+    """Write the extra files and index them, then close (the last connection checkpoints the WAL into the
+    main file, so damage to it is damage to the index)."""
+    many_files(root)
+    m = Memory(root, embedder=embedder)
+    m.index()
+    m.close()
+
+
 def damage(path: Path, how: str) -> None:
     if how == "truncated":
         with open(path, "r+b") as fh:
@@ -51,10 +60,7 @@ def all_found(memory: Memory, n: int = 40) -> bool:
 
 @pytest.mark.parametrize("how", ["truncated", "garbage"])
 def test_a_damaged_keyword_index_is_rebuilt_by_the_next_index_run(root: Path, how: str, caplog) -> None:
-    many_files(root)
-    m = Memory(root, embedder=False)
-    m.index()
-    m.close()  # the last connection checkpoints the WAL into the main file
+    indexed(root)
     damage(root / ".memory" / "index.sqlite3", how)
 
     m = Memory(root, embedder=False)
@@ -70,10 +76,7 @@ def test_a_damaged_keyword_index_is_rebuilt_by_the_next_index_run(root: Path, ho
 
 @pytest.mark.parametrize("how", ["truncated", "garbage"])
 def test_a_search_on_a_damaged_keyword_index_repairs_it_and_answers(root: Path, how: str) -> None:
-    many_files(root)
-    m = Memory(root, embedder=False)
-    m.index()
-    m.close()
+    indexed(root)
     damage(root / ".memory" / "index.sqlite3", how)
     m = Memory(root, embedder=False)
     try:
@@ -85,10 +88,7 @@ def test_a_search_on_a_damaged_keyword_index_repairs_it_and_answers(root: Path, 
 
 
 def test_server_with_a_garbage_index_answers_and_says_what_it_did(root: Path, tmp_path: Path) -> None:
-    many_files(root)
-    m = Memory(root, embedder=False)
-    m.index()
-    m.close()
+    indexed(root)
     damage(root / ".memory" / "index.sqlite3", "garbage")
     errlog = tmp_path / "server.err"
 
@@ -148,10 +148,7 @@ def vectors_match_chunks(m: Memory) -> bool:
 
 
 def test_a_deleted_chroma_folder_is_refilled_from_the_files_without_the_model(root: Path, caplog) -> None:
-    many_files(root)
-    m = Memory(root, embedder=FakeEmbedder())
-    m.index()
-    m.close()
+    indexed(root, FakeEmbedder())
     shutil.rmtree(root / ".memory" / "chroma")
 
     m = Memory(root, embedder=FakeEmbedder())
@@ -169,10 +166,7 @@ def test_a_deleted_chroma_folder_is_refilled_from_the_files_without_the_model(ro
 
 
 def test_a_garbage_chroma_store_is_made_anew(root: Path, caplog) -> None:
-    many_files(root)
-    m = Memory(root, embedder=FakeEmbedder())
-    m.index()
-    m.close()
+    indexed(root, FakeEmbedder())
     store = root / ".memory" / "chroma" / "chroma.sqlite3"
     store.write_bytes(os.urandom(100_000))
 
@@ -219,10 +213,7 @@ def test_chroma_folder_deleted_while_the_server_runs(root: Path, tmp_path: Path)
 
 
 def test_a_manifest_that_disagrees_with_the_stored_chunks_and_vectors_is_repaired(root: Path, caplog) -> None:
-    many_files(root)
-    m = Memory(root, embedder=FakeEmbedder())
-    m.index()
-    m.close()
+    indexed(root, FakeEmbedder())
     db = sqlite3.connect(root / ".memory" / "index.sqlite3")
     with db:
         db.execute("DELETE FROM chunks WHERE path = 'topics/extra1.md'")  # its chunks went missing
@@ -307,10 +298,7 @@ def test_a_file_changed_behind_the_manifest_is_caught_by_verify(root: Path, capl
 
 
 def test_the_server_verifies_every_file_when_it_starts(root: Path, tmp_path: Path) -> None:
-    many_files(root)
-    m = Memory(root, embedder=False)
-    m.index()
-    m.close()
+    indexed(root)
     tamper_keeping_size_and_time(root / "topics/extra9.md", "zzextra9", "zzfresh9")
 
     async def main() -> None:
