@@ -57,16 +57,16 @@ def server_command(root: Path, fake: bool = False) -> tuple[str, list[str]]:
 
 
 def source_state() -> dict[str, Any]:
-    """Which code was measured: git HEAD, and a hash of src/memory_server/*.py as it is on disk (others
+    """Which code was measured: git HEAD, and a hash of memory_server/**/*.py as it is on disk (others
     may be editing it, uncommitted)."""
     import subprocess
 
     digest = hashlib.sha256()
-    for path in sorted((REPO_DIR / "src" / "memory_server").glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted((REPO_DIR / "memory_server").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO_DIR)).encode() + b"\0" + path.read_bytes())
     try:
         head = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "src"], capture_output=True, text=True).stdout
+        dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "memory_server"], capture_output=True, text=True).stdout
     except OSError:
         head, dirty = "", ""
     return {"git_head": head, "src_dirty": bool(dirty.strip()), "src_sha256": digest.hexdigest()[:16]}

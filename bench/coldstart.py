@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
 
-from memory_server.embedder import FakeEmbedder, MiniLMEmbedder  # noqa: E402
-from memory_server.memory import Memory  # noqa: E402
+from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder  # noqa: E402
+from memory_server.api import Memory  # noqa: E402
 
 STEPS = ("initialize", "tools_list", "search_exact", "search_memory")
 ORDERS = ("exact_first", "memory_first")
@@ -44,7 +44,7 @@ BASELINES = {
     "python_startup": "pass",
     "import_server": "import memory_server.server",
     "import_chromadb": "import chromadb",
-    "load_model": "from memory_server.embedder import MiniLMEmbedder; MiniLMEmbedder().load()",
+    "load_model": "from memory_server.index.embedder import MiniLMEmbedder; MiniLMEmbedder().load()",
 }
 
 

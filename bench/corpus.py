@@ -18,7 +18,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memory_server.markdown import parse_document
+from memory_server.parse.markdown import parse_document
 
 COMPONENTS = [
     "auth service", "billing worker", "ingest pipeline", "search indexer", "cache layer", "deploy script",

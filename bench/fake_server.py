@@ -14,8 +14,8 @@ import argparse
 import logging
 import sys
 
-from memory_server.embedder import FakeEmbedder
-from memory_server.memory import Memory
+from memory_server.index.embedder import FakeEmbedder
+from memory_server.api import Memory
 from memory_server.server import serve
 
 

@@ -14,8 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests/mcp_client.py
 
 from memory_server import Memory  # noqa: E402
-from memory_server.embedder import FakeEmbedder  # noqa: E402
-from memory_server.scaffold import init_root  # noqa: E402
+from memory_server.index.embedder import FakeEmbedder  # noqa: E402
+from memory_server.files.scaffold import init_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory_server.scaffold import init_root
+from memory_server.files.scaffold import init_root
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from memory_server import compress as compress_mod
-from memory_server.compress import compress_all, compress_transcript, main, read_front_matter
+from memory_server.sessions import compress as compress_mod
+from memory_server.sessions.compress import compress_all, compress_transcript, main, read_front_matter
 from memory_server.errors import LockedError, PathRefusedError, TranscriptError
-from memory_server.store import MemoryRoot
+from memory_server.files.store import MemoryRoot
 
 SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 SRC = Path(compress_mod.__file__).resolve().parents[1]
@@ -362,7 +362,7 @@ def test_concurrent_compressions_write_one_file_set(tmp_path: Path, memroot: Mem
     threads = [threading.Thread(target=run) for _ in range(4)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "memory_server.compress", "--root", str(memroot.path), str(path)],
+        subprocess.Popen([sys.executable, "-m", "memory_server.sessions.compress", "--root", str(memroot.path), str(path)],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(3)
     ]

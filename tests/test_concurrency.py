@@ -20,10 +20,10 @@ import anyio
 from conftest import write
 from mcp_client import connect, payload
 from memory_server import Memory
-from memory_server.embedder import MiniLMEmbedder
-from memory_server.markdown import parse_document
-from memory_server.scaffold import init_root
-from memory_server.store import MemoryRoot
+from memory_server.index.embedder import MiniLMEmbedder
+from memory_server.parse.markdown import parse_document
+from memory_server.files.scaffold import init_root
+from memory_server.files.store import MemoryRoot
 
 SERVERS = 3
 WRITES = 40

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from memory_server import Memory, cli
-from memory_server.compress import compress_all, compress_transcript, read_front_matter
-from memory_server.crashpoints import ENV as CRASH_ENV
-from memory_server.dream_review import apply_proposal
-from memory_server.markdown import parse_document
-from memory_server.scaffold import init_root
-from memory_server.store import MemoryRoot, layer_of
+from memory_server.sessions.compress import compress_all, compress_transcript, read_front_matter
+from memory_server.files.crashpoints import ENV as CRASH_ENV
+from memory_server.dream.review import apply_proposal
+from memory_server.parse.markdown import parse_document
+from memory_server.files.scaffold import init_root
+from memory_server.files.store import MemoryRoot, layer_of
 from test_dream import NOW, dream, make_root
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

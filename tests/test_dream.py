@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from memory_server import Memory
-from memory_server.dream import list_proposals, run_dream
-from memory_server.dream_candidates import switch_terms
-from memory_server.dream_diff import Edit, apply_edits, make_patch, parse_diff, apply_hunks
-from memory_server.dream_review import apply_proposal, dream_status, reject_proposal, show_proposal
-from memory_server.dream_sessions import split_error
-from memory_server.dream_topics import split_keep
-from memory_server.embedder import FakeEmbedder
+from memory_server.dream.run import list_proposals, run_dream
+from memory_server.dream.candidates import switch_terms
+from memory_server.dream.patch import Edit, apply_edits, make_patch, parse_diff, apply_hunks
+from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
+from memory_server.dream.sessions import split_error
+from memory_server.dream.topics import split_keep
+from memory_server.index.embedder import FakeEmbedder
 from memory_server.errors import DreamError, LockedError, PathRefusedError, StaleProposalError
-from memory_server.recall import RecallLog
-from memory_server.scaffold import init_root
+from memory_server.dream.recall import RecallLog
+from memory_server.files.scaffold import init_root
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 NOW = float(calendar.timegm((2026, 1, 9, 12, 0, 0)))  # 2026-01-09 12:00 UTC
@@ -282,7 +282,7 @@ def test_apply_with_hunks_applies_only_those_then_the_rest(root: Path) -> None:
 
 APPLY_WITH_FILE_SIZE_LIMIT = """
 import resource, signal, sys
-from memory_server.dream_review import apply_proposal
+from memory_server.dream.review import apply_proposal
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 try:
@@ -435,7 +435,7 @@ def test_hand_written_sessions_are_read_too(tmp_path: Path) -> None:
 def test_two_runs_at_once_one_proposal_and_clean_state(root: Path) -> None:
     Memory(root, embedder=False).index()  # both runs then only read the index
     env = {**os.environ, "PYTHONPATH": SRC}
-    cmd = [sys.executable, "-m", "memory_server.dream_cli", "--root", str(root), "run", "--keyword-only"]
+    cmd = [sys.executable, "-m", "memory_server.dream.cli", "--root", str(root), "run", "--keyword-only"]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     for out, err, code in outs:
@@ -454,7 +454,7 @@ def test_a_held_lock_makes_run_exit_with_a_clear_message(root: Path) -> None:
     with lock:
         env = {**os.environ, "PYTHONPATH": SRC}
         proc = subprocess.run(
-            [sys.executable, "-m", "memory_server.dream_cli", "--root", str(root), "run", "--keyword-only"],
+            [sys.executable, "-m", "memory_server.dream.cli", "--root", str(root), "run", "--keyword-only"],
             env=env, capture_output=True, text=True, timeout=60,
         )
         with pytest.raises(LockedError, match="another dream command is running"):
@@ -507,7 +507,7 @@ def test_diff_round_trip_without_final_newline_and_crlf() -> None:
 
 RECORD_MANY = """
 import sys
-from memory_server.recall import RecallLog
+from memory_server.dream.recall import RecallLog
 log = RecallLog(sys.argv[1], max_events=10_000)
 for i in range(150):
     assert log.record("search_exact", f"query {sys.argv[2]} {i}", [{"path": "topics/a.md", "start_line": 1,
@@ -516,7 +516,7 @@ for i in range(150):
 
 
 def test_query_key_normalises() -> None:
-    from memory_server.recall import query_key
+    from memory_server.dream.recall import query_key
 
     assert query_key("How do we deploy to Staging?") == query_key("staging: deploy!") == "deploy staging"
     assert query_key("the") == "the"  # only stop words: keep them rather than nothing
@@ -548,7 +548,7 @@ def test_recall_log_several_processes_at_once(tmp_path: Path) -> None:
 
 
 def test_the_dream_commands(root: Path, capsys) -> None:
-    from memory_server import dream_cli
+    from memory_server.dream import cli as dream_cli
 
     assert dream_cli.main(["--root", str(root), "status"]) == 0
     assert "dream due: 6 sessions closed since and no dream has run yet" in capsys.readouterr().out

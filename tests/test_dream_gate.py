@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.dream_gate import DreamGate
-from memory_server.scaffold import init_root
+from memory_server.dream.gate import DreamGate
+from memory_server.files.scaffold import init_root
 from memory_server.settings import Settings, load_settings
 
 HOUR = 3600.0

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_server.embedder import (
+from memory_server.index.embedder import (
     MINILM_DIM,
     Embedder,
     FakeEmbedder,
@@ -141,7 +141,7 @@ def test_construction_does_not_import_onnxruntime() -> None:
     code = textwrap.dedent(
         """
         import sys
-        import memory_server.embedder as m
+        import memory_server.index.embedder as m
         e = m.MiniLMEmbedder()
         d = m.default_embedder()
         assert e.name and d.dim == 384
@@ -213,7 +213,7 @@ def test_fake_is_deterministic_across_processes() -> None:
     texts = ["alpha beta", "gamma", ""]
     first = fake.embed(texts)
     np.testing.assert_array_equal(first, FakeEmbedder().embed(texts))
-    code = "import sys, memory_server.embedder as m; sys.stdout.write(m.FakeEmbedder().embed(['alpha beta']).tobytes().hex())"
+    code = "import sys, memory_server.index.embedder as m; sys.stdout.write(m.FakeEmbedder().embed(['alpha beta']).tobytes().hex())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert bytes.fromhex(out.stdout) == first[0].tobytes()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.compress import read_front_matter
-from memory_server.hooks_sessions import log_path, pre_compact, session_end, spawn_compression
-from memory_server.store import MemoryRoot
+from memory_server.sessions.compress import read_front_matter
+from memory_server.sessions.hooks import log_path, pre_compact, session_end, spawn_compression
+from memory_server.files.store import MemoryRoot
 
 SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 SESSION = "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"

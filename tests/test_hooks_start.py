@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.dream_gate import DreamGate
-from memory_server.hooks_start import MAX_CONTEXT_CHARS, session_start
-from memory_server.scaffold import init_root
+from memory_server.dream.gate import DreamGate
+from memory_server.dream.start_hook import MAX_CONTEXT_CHARS, session_start
+from memory_server.files.scaffold import init_root
 from memory_server.settings import Settings
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -44,7 +44,7 @@ def make_root(tmp_path: Path, sessions: int, hours_since: float) -> Path:
 def run_hook(root: Path, data: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "memory_server.hooks_start"],
+        [sys.executable, "-m", "memory_server.dream.start_hook"],
         input=data, capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": SRC},
         cwd=root,
     )
@@ -92,7 +92,7 @@ def test_fast_and_light(tmp_path: Path) -> None:
     assert session_start(payload(root), root)
     assert time.perf_counter() - started < 0.25
     code = (
-        "import io, json, sys; from memory_server import hooks_start as h; "
+        "import io, json, sys; from memory_server.dream import start_hook as h; "
         f"h.main([], io.StringIO({json.dumps(json.dumps(payload(root)))}), io.StringIO()); "
         "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'watchdog') if m in sys.modules))"
     )

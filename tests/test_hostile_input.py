@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from mcp_client import connect, payload
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.errors import MemoryServerError
-from memory_server.search import Hit
+from memory_server.search.hybrid import Hit
 
 HOSTILE = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 HUGE_RUNS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_server.markdown import parse_document
+from memory_server.parse.markdown import parse_document
 
 
 def lines_of(text: str, start: int, end: int) -> str:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.memory_index import (
+from memory_server.parse.memory_md import (
     MAX_BYTES,
     MAX_LINES,
     check_memory_index,
     find_topic_paths,
     memory_index_notes,
 )
-from memory_server.scaffold import init_root
+from memory_server.files.scaffold import init_root
 
 
 def make_root(tmp_path: Path, memory_md: str | None, topics: tuple[str, ...] = ()) -> Path:

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from memory_server.compress import compress_transcript
-from memory_server.store import MemoryRoot
+from memory_server.sessions.compress import compress_transcript
+from memory_server.files.store import MemoryRoot
 
 REPO = Path(__file__).resolve().parents[1]
 NODE_PREFIX = Path(os.environ.get("MEMORY_SERVER_NODE_PREFIX") or REPO / ".ci-node")

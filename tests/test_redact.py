@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_server.redact import REDACTED, clean, drop_private, redact_secrets
+from memory_server.sessions.redact import REDACTED, clean, drop_private, redact_secrets
 
 SECRETS = {
     "anthropic": "sk-ant-api03-Zx9Qm2Lr7Tb4Kc8Nw1Yv5Hj3Pd6Fg0Se2Ua4Io7Ek9Rt1Wq3Ml5Nb8Vc0Xz-AAAAAA",

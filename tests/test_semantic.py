@@ -9,8 +9,8 @@ import pytest
 
 from conftest import write
 from memory_server import Memory
-from memory_server.embedder import FakeEmbedder, MiniLMEmbedder
-from memory_server.scaffold import init_root
+from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder
+from memory_server.files.scaffold import init_root
 
 PARAPHRASE_TOPICS = {
     "topics/printer.md": """\

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import SHARED, write
 from memory_server import Memory, NotFoundError, PathRefusedError
-from memory_server.compress import compress_transcript
-from memory_server.embedder import FakeEmbedder
-from memory_server.store import MemoryRoot
+from memory_server.sessions.compress import compress_transcript
+from memory_server.index.embedder import FakeEmbedder
+from memory_server.files.store import MemoryRoot
 
 TRANSCRIPTS = SHARED / "transcripts"
 PUSH = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
@@ -68,7 +68,7 @@ def test_transcripts_outside_the_folder_are_refused(project, tmp_path: Path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     shutil.copy(folder / PUSH, outside / "secret.jsonl")
-    from memory_server import transcript_index
+    from memory_server.sessions import transcript_layer as transcript_index
 
     with pytest.raises(PathRefusedError, match="outside the transcript folder"):
         transcript_index.confine(outside / "secret.jsonl", m.settings)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_server.errors import TranscriptError
-from memory_server.transcripts import (
+from memory_server.sessions.reader import (
     Message,
     messages_between,
     parse_transcript,

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import write
 from memory_server import Memory, VectorStoreError
-from memory_server.embedder import FakeEmbedder, MiniLMEmbedder
+from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder
 from memory_server.settings import Settings
 
 

@@ -1,0 +1,63 @@
+"""memory-server: long-term memory for coding agents that stays true.
+
+Markdown topic files are curated truth; compressed session summaries route queries; SQLite FTS5 and
+ChromaDB indices are derived from the files. The public API:
+
+    from memory_server import Memory
+    memory = Memory("path/to/root")
+    memory.index()
+    hits, mode = memory.search_memory("how do we deploy?")
+"""
+
+from memory_server.errors import (
+    ConfigError,
+    DreamError,
+    LockedError,
+    MemoryServerError,
+    ModelError,
+    NotFoundError,
+    PathRefusedError,
+    QueryError,
+    RootError,
+    StaleProposalError,
+    TranscriptError,
+    VectorStoreError,
+)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_server.api import Memory
+    from memory_server.search.hybrid import Hit
+    from memory_server.settings import Settings, load_settings
+
+__version__ = "0.1.0"
+
+_LAZY = {"Memory": "api", "Hit": "search.hybrid", "Settings": "settings", "load_settings": "settings"}
+
+
+def __getattr__(name: str):
+    # Imported on first use, so the hooks and the command line start without numpy or the MCP SDK.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "Memory",
+    "Hit",
+    "Settings",
+    "load_settings",
+    "MemoryServerError",
+    "ConfigError",
+    "RootError",
+    "PathRefusedError",
+    "NotFoundError",
+    "QueryError",
+    "ModelError",
+    "VectorStoreError",
+    "LockedError",
+    "TranscriptError",
+    "DreamError",
+    "StaleProposalError",
+]

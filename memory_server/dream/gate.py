@@ -1,0 +1,197 @@
+"""When a dream is due, and the dream state that decides it.
+
+A dream is due when at least `dream.min_hours` hours have passed since the last one (or there has never
+been one) and at least `dream.min_sessions` compressed sessions have closed since: files under
+`sessions/compressed/` that no dream has processed yet.
+
+State lives in `.memory/dream-state.json` (written atomically, only while the dream lock
+`.memory/dream.lock` is held):
+
+    {"version": 1, "last_dream": 1767225600.0,
+     "processed": {"sessions/compressed/2026/....md": {"dream": "20260101-000000", "at": 1767225600.0}},
+     "rejected": {"<fingerprint>": {"proposal": ..., "hunk": 2, "at": ..., "summary": ..., "signature": ...}},
+     "applied": {"<fingerprint>": {...}}}
+
+Deleting `.memory/` loses little: when the state file is missing it is rebuilt from the proposals under
+`dreams/*/proposal.json` (which sessions each processed, when, and which hunks were applied or rejected).
+
+This module is on the session-start hook's path: it imports nothing heavy and never indexes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from memory_server.settings import DreamSettings, Settings, load_settings
+from memory_server.files.store import DREAM_PENDING, MemoryRoot, atomic_write, layer_of
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "dream-state.json"
+LOCK_FILE = "dream.lock"
+PROPOSAL_META = "proposal.json"
+
+
+def _empty_state() -> dict[str, Any]:
+    return {"version": 1, "last_dream": None, "processed": {}, "rejected": {}, "applied": {}}
+
+
+def format_time(ts: float | None) -> str:
+    if ts is None:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+class DreamGate:
+    """The due-gate and dream state of one memory root. `clock` gives the time (seconds since the epoch)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | MemoryRoot,
+        settings: Settings | DreamSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = root if isinstance(root, MemoryRoot) else MemoryRoot(root)
+        if settings is None:
+            settings = load_settings(self.root.path)
+        self.settings: DreamSettings = settings.dream if isinstance(settings, Settings) else settings
+        self.clock = clock
+
+    # -- paths --------------------------------------------------------------------------------------
+
+    @property
+    def state_path(self) -> Path:
+        return self.root.path / ".memory" / STATE_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root.state_dir / LOCK_FILE
+
+    @property
+    def flag_path(self) -> Path:
+        return self.root.path / DREAM_PENDING
+
+    # -- state --------------------------------------------------------------------------------------
+
+    def load_state(self) -> dict[str, Any]:
+        """The dream state; rebuilt from `dreams/*/proposal.json` when the state file is missing."""
+        try:
+            raw = json.loads(self.state_path.read_text(encoding="utf-8"))
+            if isinstance(raw, dict):
+                state = _empty_state()
+                state.update({k: v for k, v in raw.items() if k in state})
+                return state
+            log.warning("%s is not a JSON object; rebuilding the dream state from dreams/", self.state_path)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            log.warning("%s is unreadable (%s); rebuilding the dream state from dreams/", self.state_path, exc)
+        return self._state_from_proposals()
+
+    def _state_from_proposals(self) -> dict[str, Any]:
+        state = _empty_state()
+        dreams = self.root.dreams_dir
+        if not dreams.is_dir():
+            return state
+        for folder in sorted(dreams.iterdir()):
+            try:
+                meta = json.loads((folder / PROPOSAL_META).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            created = float(meta.get("created") or 0)
+            state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
+            for rel in meta.get("sessions", []):
+                state["processed"][rel] = {"dream": meta.get("id"), "at": created}
+            for hunk in meta.get("hunks", []):
+                bucket = {"rejected": "rejected", "applied": "applied"}.get(hunk.get("status"))
+                if bucket:
+                    for fp in hunk.get("fingerprints", []):
+                        state[bucket][fp] = {"proposal": meta.get("id"), "hunk": hunk.get("n"), "at": created}
+        return state
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Write the state atomically. Callers hold the dream lock."""
+        self.root.state_dir  # creates .memory/
+        atomic_write(self.state_path, json.dumps(state, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+    # -- sessions -----------------------------------------------------------------------------------
+
+    def session_files(self) -> list[str]:
+        """Every compressed session file (root-relative), sorted."""
+        top = self.root.sessions_dir
+        if not top.is_dir() or top.is_symlink():
+            return []
+        found = []
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in filenames:
+                rel = self.root.relpath(Path(dirpath) / name)
+                if layer_of(rel) == "session":
+                    found.append(rel)
+        return sorted(found)
+
+    def unprocessed_sessions(self, state: dict[str, Any] | None = None) -> list[str]:
+        processed = (state or self.load_state())["processed"]
+        return [rel for rel in self.session_files() if rel not in processed]
+
+    def mark_processed(self, paths: Iterable[str], dream_id: str | None = None, when: float | None = None) -> None:
+        state = self.load_state()
+        at = self.clock() if when is None else when
+        for rel in paths:
+            state["processed"][rel] = {"dream": dream_id, "at": at}
+        self.save_state(state)
+
+    def record_dream(self, when: float | None = None) -> None:
+        state = self.load_state()
+        state["last_dream"] = self.clock() if when is None else float(when)
+        self.save_state(state)
+
+    # -- the gate -----------------------------------------------------------------------------------
+
+    def due(self) -> tuple[bool, str]:
+        """(due, why): both thresholds, in words a person (or the agent) can act on."""
+        state = self.load_state()
+        waiting = len(self.unprocessed_sessions(state))
+        last = state.get("last_dream")
+        need_s, need_h = self.settings.min_sessions, self.settings.min_hours
+        if last is None:
+            hours_ok, since = True, "no dream has run yet"
+        else:
+            hours = max(0.0, (self.clock() - float(last)) / 3600.0)
+            hours_ok = hours >= need_h
+            since = f"the last dream was {hours:.1f} hours ago ({format_time(float(last))})"
+        sessions_ok = waiting >= need_s
+        counted = f"{waiting} session{'s' if waiting != 1 else ''} closed since"
+        if hours_ok and sessions_ok:
+            return True, f"dream due: {counted} and {since}"
+        missing = []
+        if not sessions_ok:
+            missing.append(f"{counted}, needs {need_s}")
+        if not hours_ok:
+            missing.append(f"{since}, needs {need_h:g} hours")
+        return False, "dream not due: " + "; ".join(missing)
+
+    # -- the flag -----------------------------------------------------------------------------------
+
+    def set_pending(self, reason: str) -> None:
+        try:
+            if not self.flag_path.exists() or self.flag_path.read_text(encoding="utf-8").strip() != reason:
+                atomic_write(self.flag_path, reason + "\n")
+        except OSError as exc:
+            log.warning("could not write %s: %s", self.flag_path, exc)
+
+    def clear_pending(self) -> None:
+        try:
+            self.flag_path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove %s: %s", self.flag_path, exc)
+
+
+__all__ = ["DreamGate", "STATE_FILE", "LOCK_FILE", "PROPOSAL_META", "format_time"]

@@ -1,0 +1,215 @@
+"""Review of dream proposals: status, show, apply (all or nothing), reject (remembered).
+
+`apply` reads `dreams/<id>/proposal.diff` (so wording the agent improved there is what gets applied),
+applies the chosen hunks in Python to the text the proposal was made against (kept in proposal.json),
+and writes only if every target is still byte-identical to what the proposal expects; otherwise it
+raises StaleProposalError and says how to regenerate. Hunks that belong together (one change spread over
+several hunks, a new topic and its MEMORY.md pointer) are applied or rejected together. An apply survives
+`kill -9`: its renames and records go through a journal that the next dream command finishes
+(dream_journal.py); `status` and `show` finish one too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Sequence
+
+from memory_server.dream.run import _read_meta, dream_lock, list_proposals
+from memory_server.dream.patch import Hunk, apply_hunks, parse_diff, write_all_or_nothing
+from memory_server.dream.gate import DreamGate, format_time
+from memory_server.dream.journal import ApplyJournal, pending_journals
+from memory_server.dream.topics import split_keep
+from memory_server.errors import ConfigError, DreamError, NotFoundError, StaleProposalError
+from memory_server.settings import Settings, load_settings
+from memory_server.files.store import MemoryRoot, sha256_bytes
+
+
+def _settings(root: MemoryRoot) -> Settings:
+    try:
+        return load_settings(root.path)
+    except ConfigError:
+        return Settings()
+
+
+def _regenerate(proposal_id: str) -> str:
+    return (
+        f"Regenerate it with `memory-server dream run --redo {proposal_id}` (it reads the same sessions again "
+        "against the files as they are now), then review the new proposal."
+    )
+
+
+def dream_status(root: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Due or not and why, what waits, and the proposals that still have hunks to review."""
+    mroot = MemoryRoot(root)
+    gate = DreamGate(mroot, _settings(mroot), clock)
+    _finish_interrupted(gate, "status")
+    due, reason = gate.due()
+    state = gate.load_state()
+    pending = [p for p in list_proposals(mroot) if p["pending_hunks"] and p["status"] == "pending"]
+    return {
+        "due": due,
+        "reason": reason,
+        "unprocessed_sessions": len(gate.unprocessed_sessions(state)),
+        "last_dream": state.get("last_dream"),
+        "last_dream_utc": format_time(state.get("last_dream")),
+        "flag": gate.flag_path.exists(),
+        "thresholds": {"min_hours": gate.settings.min_hours, "min_sessions": gate.settings.min_sessions},
+        "proposals_to_review": pending,
+    }
+
+
+def _finish_interrupted(gate: DreamGate, action: str) -> None:
+    """Status and show read without the dream lock; when an apply was left half done, take it to finish it."""
+    if pending_journals(gate.root):
+        with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
+            pass  # dream_lock finishes it
+
+
+def _parsed(root: MemoryRoot, meta: dict[str, Any]) -> dict[int, Hunk]:
+    path = root.dreams_dir / meta["id"] / "proposal.diff"
+    if not meta["hunks"]:
+        raise DreamError(f"proposal {meta['id']} proposes no change; there is nothing to apply or reject")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise DreamError(f"{path} is missing. {_regenerate(meta['id'])}") from None
+    hunks = [h for patch in parse_diff(text) for h in patch.hunks]
+    listed = [(h["n"], h["path"]) for h in meta["hunks"]]
+    if [(h.n, h.path) for h in hunks] != listed:
+        raise DreamError(
+            f"{path} no longer has the hunks proposal.json lists (hunks were added, removed or moved). "
+            f"Improve wording only on lines starting with +, keeping every line. {_regenerate(meta['id'])}"
+        )
+    return {h.n: h for h in hunks}
+
+
+def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[int], list[int]]:
+    """(hunks chosen, hunks added because they belong with a chosen one)."""
+    by_n = {h["n"]: h for h in meta["hunks"]}
+    if wanted is None:
+        chosen = [n for n, h in by_n.items() if h["status"] == "pending"]
+        if not chosen:
+            raise DreamError(f"proposal {meta['id']} has no hunk left to review (all applied or rejected)")
+    else:
+        chosen = []
+        for n in wanted:
+            if n not in by_n:
+                raise DreamError(f"proposal {meta['id']} has hunks 1 to {len(by_n)}; there is no hunk {n}")
+            if by_n[n]["status"] != "pending":
+                raise DreamError(f"hunk {n} of proposal {meta['id']} was already {by_n[n]['status']}")
+            chosen.append(n)
+    chosen_set = set(chosen)
+    grew = True
+    while grew:
+        fps = {fp for n in chosen_set for fp in by_n[n]["fingerprints"]}
+        more = {n for n, h in by_n.items() if h["status"] == "pending" and fps & set(h["fingerprints"])}
+        grew = not more <= chosen_set
+        chosen_set |= more
+    return sorted(chosen_set), sorted(chosen_set - set(chosen))
+
+
+def _check(root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk], chosen: list[int]) -> dict[str, tuple[bytes, str | None]]:
+    """New bytes per target for the chosen hunks (with those applied before), checked against the files."""
+    by_n = {h["n"]: h for h in meta["hunks"]}
+    changes: dict[str, tuple[bytes, str | None]] = {}
+    for path in sorted({by_n[n]["path"] for n in chosen}):
+        expected = meta["current"].get(path)
+        target = root.path / path
+        actual = sha256_bytes(target.read_bytes()) if target.is_file() else None
+        if actual != expected:
+            what = "now exists" if expected is None else "no longer exists" if actual is None else "changed"
+            raise StaleProposalError(
+                f"{path} {what} since proposal {meta['id']} was made ({meta.get('created_utc')}); nothing was applied. "
+                + _regenerate(meta["id"])
+            )
+        use = [parsed[n] for n, h in by_n.items() if h["path"] == path and (h["status"] == "applied" or n in chosen)]
+        base = meta["base"].get(path)
+        new = apply_hunks(split_keep(base) if base is not None else [], use)
+        changes[path] = ("".join(new).encode("utf-8"), expected)
+    return changes
+
+
+def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) -> dict[str, Any]:
+    """A proposal (default: the newest with hunks to review): its hunks, files, and whether it still applies."""
+    mroot = MemoryRoot(root)
+    _finish_interrupted(DreamGate(mroot, _settings(mroot)), "show")
+    proposals = list_proposals(mroot)
+    if not proposals:
+        raise NotFoundError("no dream proposals yet: run `memory-server dream run`")
+    if proposal_id is None:
+        waiting = [p for p in proposals if p["pending_hunks"] and p["status"] == "pending"]
+        proposal_id = (waiting or proposals)[-1]["id"]
+    meta = _read_meta(mroot, proposal_id)
+    folder = mroot.dreams_dir / proposal_id
+    diff = folder / "proposal.diff"
+    check = "nothing to apply"
+    pending = [h["n"] for h in meta["hunks"] if h["status"] == "pending"]
+    if meta["status"] == "superseded":
+        check = f"superseded by proposal {meta.get('superseded_by')}; review that one"
+    elif pending:
+        try:
+            _check(mroot, meta, _parsed(mroot, meta), pending)
+            check = f"hunks {', '.join(map(str, pending))} apply cleanly to the files as they are now"
+        except DreamError as exc:
+            check = str(exc)
+    return {
+        "id": proposal_id,
+        "created_utc": meta.get("created_utc"),
+        "status": meta["status"],
+        "report": str(folder / "REPORT.md"),
+        "diff": str(diff) if diff.exists() else None,
+        "sessions": meta.get("sessions", []),
+        "hunks": meta["hunks"],
+        "check": check,
+        "diff_text": diff.read_text(encoding="utf-8") if diff.exists() else "",
+        "proposals": proposals,
+    }
+
+
+def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None, action: str,
+            clock: Callable[[], float]) -> dict[str, Any]:
+    mroot = MemoryRoot(root)
+    gate = DreamGate(mroot, _settings(mroot), clock)
+    with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
+        meta = _read_meta(mroot, proposal_id)
+        if meta["status"] == "superseded":
+            raise DreamError(f"proposal {proposal_id} was superseded by {meta.get('superseded_by')}; review that one")
+        parsed = _parsed(mroot, meta)
+        chosen, added = _select(meta, hunks)
+        now = float(clock())
+        changes = _check(mroot, meta, parsed, chosen) if action == "apply" else {}
+        for path, (data, _expected) in changes.items():
+            meta["current"][path] = sha256_bytes(data)
+        state = gate.load_state()
+        bucket = "applied" if action == "apply" else "rejected"
+        for h in meta["hunks"]:
+            if h["n"] in chosen:
+                h["status"] = bucket
+                h[f"{bucket}_at"] = now
+                for fp in h["fingerprints"]:
+                    signature = meta.get("candidates", {}).get(fp, {}).get("signature")
+                    state[bucket][fp] = {"proposal": proposal_id, "hunk": h["n"], "at": now, "summary": h["summary"],
+                                         "signature": signature}
+        if all(h["status"] != "pending" for h in meta["hunks"]):
+            meta["status"] = "done"
+        # proposal.json and the state are written through a journal, so files and records never disagree
+        journal = ApplyJournal(mroot, proposal_id, chosen, meta, state, action)
+        if changes:
+            write_all_or_nothing(mroot.path, changes, _regenerate(proposal_id), journal)
+        else:
+            journal.begin([])
+        journal.commit(gate)
+        return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": sorted(changes)}
+
+
+def apply_proposal(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None = None, *,
+                   clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Apply the chosen hunks (default: every pending one) to topics/ and MEMORY.md, all or nothing."""
+    return _review(root, proposal_id, hunks, "apply", clock)
+
+
+def reject_proposal(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None = None, *,
+                    clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Reject the chosen hunks (default: every pending one); their candidates are never proposed again."""
+    return _review(root, proposal_id, hunks, "reject", clock)

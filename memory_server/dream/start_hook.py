@@ -1,0 +1,106 @@
+"""The SessionStart hook: tell the agent when a dream (consolidation) is due, and otherwise stay silent.
+
+Claude Code runs `memory-server hook session-start` at the start of each session (source startup, resume,
+clear or compact) with JSON on stdin:
+
+    {"session_id": "...", "transcript_path": "...", "cwd": "...", "hook_event_name": "SessionStart",
+     "source": "startup"}
+
+Output: plain text on stdout, which Claude Code adds to the session's context (exit status 0). When a
+dream is due it sets `<root>/.dream-pending` and prints one short line asking the agent to run `/dream`;
+when not, it removes the flag and prints nothing, so it costs no tokens. It never fails the session: any
+problem goes to stderr and the hook still exits 0.
+
+Fast by construction: only the dream gate (a folder walk and a small JSON file), no index, no model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from memory_server.errors import MemoryServerError
+from memory_server.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+MAX_CONTEXT_CHARS = 400
+
+
+def context_line(waiting: int, hours_since: float | None) -> str:
+    since = "no dream has run yet" if hours_since is None else f"the last dream was {hours_since:.0f} hours ago"
+    text = (
+        f"Memory consolidation is due: {waiting} session summaries are new since the last dream ({since}). "
+        "When the current request allows, run `/dream`: it writes a reviewable proposal for topics/ and changes "
+        "nothing until a person applies it."
+    )
+    return text[:MAX_CONTEXT_CHARS]
+
+
+def session_start(
+    payload: dict[str, Any], root: str | os.PathLike[str], *, clock: Callable[[], float] | None = None
+) -> str:
+    """Handle one SessionStart event for the memory root `root`; return the text to print ("" when not due)."""
+    from memory_server.dream.gate import DreamGate
+
+    if payload.get("hook_event_name", "SessionStart") != "SessionStart":
+        return ""
+    root_path = Path(root).expanduser()
+    if not (root_path / "sessions").is_dir() and not (root_path / "topics").is_dir():
+        return ""  # not a memory root: nothing to consolidate
+    try:
+        settings = load_settings(root_path)
+    except MemoryServerError as exc:
+        log.warning("%s; using the default dream thresholds", exc)
+        settings = Settings()
+    gate = DreamGate(root_path, settings, clock=clock or time.time)
+    due, reason = gate.due()
+    if not due:
+        gate.clear_pending()
+        return ""
+    gate.set_pending(reason)
+    state = gate.load_state()
+    last = state.get("last_dream")
+    hours = None if last is None else max(0.0, (gate.clock() - float(last)) / 3600.0)
+    return context_line(len(gate.unprocessed_sessions(state)), hours)
+
+
+def main(argv: list[str] | None = None, stdin: Any = None, stdout: Any = None) -> int:
+    """`memory-server hook session-start [--root DIR]`: read the hook JSON on stdin, print the context.
+
+    The root is --root, else $MEMORY_ROOT, else the payload's `cwd`, else the current folder.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    root: str | None = None
+    if "--root" in args:
+        i = args.index("--root")
+        root = args[i + 1] if i + 1 < len(args) else None
+    try:
+        raw = stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            raise ValueError("the hook input is not a JSON object")
+    except ValueError as exc:
+        print(f"memory-server hook session-start: ignoring unreadable input ({exc})", file=sys.stderr)
+        return 0
+    root = root or os.environ.get("MEMORY_ROOT") or payload.get("cwd") or os.getcwd()
+    try:
+        text = session_start(payload, root)
+    except Exception as exc:  # a hook must never break the session
+        print(f"memory-server hook session-start: {exc}", file=sys.stderr)
+        return 0
+    if text:
+        stdout.write(text + "\n")
+        stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

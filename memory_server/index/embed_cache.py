@@ -1,0 +1,133 @@
+"""A content-hash cache of embeddings, so unchanged text is never embedded twice, across rebuilds too.
+
+Kept in its own SQLite file (`.memory/embeddings.sqlite3`) so that `index --rebuild`, which starts the
+indices from nothing, still finds every vector it made before. The key is the hash of the model's name
+and the exact text the model saw: a new model or a changed chunk context misses, nothing else does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from memory_server.index.embedder import Embedder
+from memory_server.files.sqlite import is_damage, quarantine
+
+log = logging.getLogger(__name__)
+
+
+def text_key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmbeddingCache:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+
+    def _conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            try:
+                c = self._open()
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                self._recover(exc)
+                c = self._open()
+            self._local.conn = c
+        return c
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            c.execute("PRAGMA busy_timeout=30000")
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("CREATE TABLE IF NOT EXISTS vectors(key TEXT PRIMARY KEY, dim INTEGER, vector BLOB)")
+        except BaseException:
+            c.close()
+            raise
+        return c
+
+    def _recover(self, exc: BaseException) -> None:
+        """The cache is only a cache: a damaged one is set aside and started afresh (texts get embedded
+        again as they are needed)."""
+        self.close()
+        aside = quarantine(self.path)
+        log.warning("the embedding cache %s was damaged (%s); moved it to %s and started a new one",
+                    self.path, exc, aside)
+
+    def close(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        try:
+            return self._get_many(keys)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            return {}
+
+    def _get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        c = self._conn()
+        for i in range(0, len(keys), 500):
+            part = list(keys[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for key, dim, blob in c.execute(f"SELECT key, dim, vector FROM vectors WHERE key IN ({marks})", part):
+                out[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        return out
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        rows = [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        try:
+            self._put_rows(rows)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            self._put_rows(rows)
+
+    def _put_rows(self, rows: list[tuple[str, int, bytes]]) -> None:
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def count(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for `texts`, from the cache where present; the rest are embedded and stored."""
+        keys = [text_key(embedder.name, t) for t in texts]
+        found = self.get_many(list(dict.fromkeys(keys)))
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            unique = list(dict.fromkeys(keys[i] for i in missing))
+            first = {keys[i]: i for i in reversed(missing)}
+            fresh = embedder.embed([texts[first[k]] for k in unique])
+            new = dict(zip(unique, fresh))
+            self.put_many(new)
+            found.update(new)
+        if not texts:
+            return np.zeros((0, embedder.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)

@@ -1,0 +1,347 @@
+"""The SQLite side of the index: the manifest of files, the chunks, and their FTS5 keyword index.
+
+One database file under `.memory/`. WAL mode, so readers (any thread, any process) never wait for the
+single writer. Each thread gets its own connection: the MCP SDK runs plain tools in worker threads, and
+a sqlite3 connection must not be shared between threads that use it at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from memory_server.parse.markdown import Chunk
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "4"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY,
+    layer TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    date TEXT,
+    status TEXT NOT NULL DEFAULT 'ok',      -- ok | degraded | skipped
+    message TEXT NOT NULL DEFAULT '',
+    chunks INTEGER NOT NULL DEFAULT 0,
+    vectors_sha256 TEXT,                    -- content whose vectors are in Chroma; NULL = not yet
+    source TEXT                             -- transcripts only: the real JSONL file
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    layer TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    date TEXT,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path, start_line);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, heading, title, content='chunks', content_rowid='rowid',
+    tokenize="porter unicode61 remove_diacritics 2"
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, text, heading, title) VALUES (new.rowid, new.text, new.heading, new.title);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, title)
+    VALUES ('delete', old.rowid, old.text, old.heading, old.title);
+END;
+"""
+
+CHUNK_COLUMNS = "c.id, c.path, c.layer, c.start_line, c.end_line, c.title, c.heading, c.date, c.text"
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    layer: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    title: str
+    date: str | None
+    status: str
+    message: str
+    chunks: int
+    vectors_sha256: str | None
+    source: str | None = None
+
+
+def row_to_chunk(row: Sequence) -> Chunk:
+    return Chunk(*row[:9])
+
+
+class CorruptIndexError(Exception):
+    """The SQLite file is not a usable index (truncated, garbage, wrong schema)."""
+
+
+class FtsIndex:
+    """The SQLite database of files, chunks and FTS5 postings at `path`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections ------------------------------------------------------------------------------
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened (and the schema made) on first use, and opened again when the
+        file was deleted or replaced since (another process rebuilt a corrupt index)."""
+        c = getattr(self._local, "conn", None)
+        if c is not None and not c.in_transaction and self._file_id() != self._local.file_id:
+            self._forget(c)
+            c = None
+        if c is None:
+            c = self._open()
+            self._local.conn = c
+            self._local.file_id = self._file_id()
+            with self._lock:
+                self._all.append(c)
+        return c
+
+    def _file_id(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _forget(self, c: sqlite3.Connection) -> None:
+        with self._lock:
+            if c in self._all:
+                self._all.remove(c)
+        try:
+            c.close()
+        except sqlite3.Error:
+            pass
+        self._local.conn = None
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            c.execute("PRAGMA busy_timeout=30000")
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=NORMAL")
+            version = self._schema_version(c)
+            if version is None:
+                c.executescript("BEGIN;" + SCHEMA + "COMMIT;")
+                c.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif version != SCHEMA_VERSION:
+                raise CorruptIndexError(f"index schema {version} is not {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            c.close()
+            raise CorruptIndexError(str(exc)) from exc
+        except CorruptIndexError:
+            c.close()
+            raise
+        return c
+
+    @staticmethod
+    def _schema_version(c: sqlite3.Connection) -> str | None:
+        has_meta = c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return None
+        row = c.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        return row[0] if row else None
+
+    def check(self) -> None:
+        """Raise CorruptIndexError unless the database opens and passes a quick integrity check."""
+        c = self.conn()
+        try:
+            ok = c.execute("PRAGMA quick_check").fetchone()
+            c.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'a'").fetchone()
+            # The FTS5 postings agree with the chunks table (raises SQLITE_CORRUPT_VTAB when they do not).
+            c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            raise CorruptIndexError(str(exc)) from exc
+        if not ok or ok[0] != "ok":
+            raise CorruptIndexError(f"integrity check failed: {ok}")
+
+    def close(self) -> None:
+        with self._lock:
+            for c in self._all:
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    def destroy(self) -> None:
+        """Close every connection and delete the database files (used to recover from corruption)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(str(self.path) + suffix)
+            except FileNotFoundError:
+                pass
+
+    # -- meta -----------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        """A counter the writer bumps after every change, so other processes know to refresh."""
+        return int(self.get_meta("generation") or 0)
+
+    def bump_generation(self) -> None:
+        self.conn().execute(
+            "INSERT INTO meta VALUES ('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+        self.set_meta("updated_at", str(time.time()))
+
+    # -- manifest -------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self.conn().execute("SELECT * FROM files").fetchall()
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def file(self, path: str) -> FileRecord | None:
+        row = self.conn().execute("SELECT * FROM files WHERE path=?", (path,)).fetchone()
+        return FileRecord(*row) if row else None
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self.conn().execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def replace_file(self, record: FileRecord, chunks: Iterable[Chunk]) -> None:
+        """Replace a file's manifest row and all its chunks (call inside a transaction)."""
+        c = self.conn()
+        c.execute("DELETE FROM chunks WHERE path=?", (record.path,))
+        c.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tuple(record.__dict__.values()))
+        c.executemany(
+            "INSERT OR REPLACE INTO chunks(id, path, layer, start_line, end_line, title, heading, date, text) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            [(k.id, k.path, k.layer, k.start_line, k.end_line, k.title, k.heading, k.date, k.text) for k in chunks],
+        )
+
+    def remove_file(self, path: str) -> None:
+        c = self.conn()
+        c.execute("DELETE FROM chunks WHERE path=?", (path,))
+        c.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def set_vectors_sha(self, path: str, sha: str | None) -> None:
+        self.conn().execute("UPDATE files SET vectors_sha256=? WHERE path=?", (sha, path))
+
+    def clear(self) -> None:
+        c = self.conn()
+        c.execute("DELETE FROM chunks")
+        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+        c.execute("DELETE FROM files")
+
+    # -- reading chunks -----------------------------------------------------------------------------
+
+    def chunks_of(self, path: str) -> list[Chunk]:
+        rows = self.conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? ORDER BY c.start_line", (path,)
+        ).fetchall()
+        return [row_to_chunk(r) for r in rows]
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        out: dict[str, Chunk] = {}
+        c = self.conn()
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for r in c.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({marks})", part):
+                out[r[0]] = row_to_chunk(r)
+        return out
+
+    def neighbours(self, ids: Sequence[str]) -> dict[str, list[Chunk]]:
+        """For each chunk id, the chunks just before and after it in its file. A file's chunks are inserted
+        together in line order (replace_file), so a neighbour is the next or previous rowid of the same path."""
+        c = self.conn()
+        rows: dict[str, tuple[int, str]] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for rowid, cid, path in c.execute(f"SELECT rowid, id, path FROM chunks WHERE id IN ({marks})", part):
+                rows[cid] = (rowid, path)
+        wanted = sorted({r + d for r, _ in rows.values() for d in (-1, 1)})
+        found: dict[int, Chunk] = {}
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for row in c.execute(f"SELECT c.rowid, {CHUNK_COLUMNS} FROM chunks c WHERE c.rowid IN ({marks})", part):
+                found[row[0]] = row_to_chunk(row[1:])
+        out: dict[str, list[Chunk]] = {}
+        for cid, (rowid, path) in rows.items():
+            out[cid] = [found[r] for r in (rowid - 1, rowid + 1) if r in found and found[r].path == path]
+        return out
+
+    def _cached(self, key: str, compute):
+        # The generation numbers a database's changes; a rebuilt database starts counting again, so the
+        # file's identity is part of the key.
+        generation = (self.generation(), getattr(self._local, "file_id", None))
+        cache = getattr(self._local, "cache", None)
+        if cache is None or cache[0] != generation or len(cache[1]) > 5000:
+            cache = (generation, {})
+            self._local.cache = cache
+        if key not in cache[1]:
+            cache[1][key] = compute()
+        return cache[1][key]
+
+    def layers_present(self) -> set[str]:
+        """The layers that have files in the index (cached until the index changes)."""
+        return self._cached("layers", lambda: {r[0] for r in self.conn().execute("SELECT DISTINCT layer FROM files")})
+
+    def chunk_count(self) -> int:
+        return self._cached("chunks", lambda: int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0]))
+
+    def count_matching(self, expression: str) -> int:
+        """How many chunks an FTS5 expression matches (cheap: no ranking)."""
+        return self._cached(
+            "count:" + expression,
+            lambda: int(
+                self.conn().execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()[0]
+            ),
+        )
+
+    def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:
+        yield from self.conn().execute("SELECT id, path FROM chunks")
+
+    def counts(self) -> dict[str, int]:
+        c = self.conn()
+        out = {"files": 0, "chunks": 0}
+        out["files"] = c.execute("SELECT count(*) FROM files").fetchone()[0]
+        out["chunks"] = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        for layer, n in c.execute("SELECT layer, count(*) FROM chunks GROUP BY layer"):
+            out[f"chunks_{layer}"] = n
+        return out
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        self.conn().execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn().execute("COMMIT")
+
+    def rollback(self) -> None:
+        c = self.conn()
+        if c.in_transaction:
+            c.execute("ROLLBACK")

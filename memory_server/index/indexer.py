@@ -1,0 +1,409 @@
+"""Keep the derived indices (FTS5 and Chroma) in step with the memory files.
+
+Only this module writes the indices, and only while holding `.memory/index.lock`: one writer at a time
+across every process on the root (several Claude Code sessions each run a server). Readers never take
+the lock. A file is re-read only when its size or mtime changed, re-chunked only when its sha256 changed,
+and re-embedded only for text the embedding cache has not seen. FTS5 is updated first (keyword search
+sees an edit at once); vectors follow, tracked per file by `files.vectors_sha256`, so a crash between the
+two is repaired by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import filelock
+import numpy as np
+
+from memory_server.index.embed_cache import EmbeddingCache
+from memory_server.files.crashpoints import crash_point
+from memory_server.index.embedder import Embedder
+from memory_server.errors import LockedError
+from memory_server.index.fts import FileRecord, FtsIndex
+from memory_server.index.repair import IndexRepairs
+from memory_server.parse.markdown import EMBED_RECIPE, Chunk, parse_document
+from memory_server.settings import Settings
+from memory_server.files.store import FileSkipped, MemoryRoot, layer_of
+from memory_server.sessions.transcript_layer import transcript_chunks, transcript_sources
+from memory_server.index.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+EMBED_SLICE = 64  # chunks embedded between checks for cancellation
+
+
+@dataclass
+class SyncReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    files_read: int = 0
+    chunks_embedded: int = 0
+    vectors_written: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
+            f"{self.unchanged} unchanged, {len(self.skipped)} skipped; "
+            f"{self.chunks_embedded} chunks embedded, {self.vectors_written} vectors written "
+            f"in {self.seconds:.2f}s"
+        )
+
+
+class IndexCancelled(Exception):
+    """The index update was stopped (the server is shutting down); the next run resumes it."""
+
+
+class Indexer(IndexRepairs):
+    """The single writer of a root's indices. Safe to share between threads of one process."""
+
+    def __init__(
+        self,
+        root: MemoryRoot,
+        settings: Settings,
+        fts: FtsIndex,
+        vectors: VectorIndex | None = None,
+        embedder: Embedder | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.fts = fts
+        self.vectors = vectors
+        self.embedder = embedder
+        self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
+        self.lock = filelock.FileLock(str(root.state_dir / "index.lock"))
+        self._thread_lock = threading.Lock()  # one sync per process at a time; the file lock is per process
+        self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
+        self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
+        self._transcripts: dict[str, Path] = {}
+        self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
+        self._checked = False  # the FTS database passed its integrity check in this process
+
+    # -- syncing ------------------------------------------------------------------------------
+
+    def _writer(self, timeout: float):
+        if not self._thread_lock.acquire(timeout=timeout if timeout >= 0 else -1):
+            raise LockedError(f"another index update in this process has run for over {timeout:.0f}s; try again")
+        return _Held(self._thread_lock, self.lock, timeout)
+
+    def sync(
+        self,
+        *,
+        rebuild: bool = False,
+        paths: Iterable[str] | None = None,
+        vectors: bool = True,
+        timeout: float = 120.0,
+        progress: Progress | None = None,
+        verify: bool = False,
+    ) -> SyncReport:
+        """Bring the indices up to date with the files (all of them, or just `paths`), or rebuild them.
+
+        `verify` reads every file, even those whose size and modification time match the manifest, and
+        re-indexes any whose content differs (a file restored with its old time, say). Raises LockedError
+        when another process keeps the writer lock for longer than `timeout` seconds.
+        """
+        started = time.monotonic()
+        report = SyncReport()
+        with self._writer(timeout):
+            if rebuild:
+                self._rebuild_keyword(report, progress)
+                crash_point("index-rebuild-after-keyword")
+                if self.vectors is not None and vectors:
+                    self._reset_vectors()
+            else:
+                self._sync_keyword(report, paths, progress, verify)
+            if self.vectors is not None and self.embedder is not None and vectors:
+                self._open_vectors()
+                self._check_recipe(rebuild)
+                self._sync_vectors(report, progress)
+                # Now every file's vectors should be stored: a count that disagrees means the store lost
+                # or kept something behind the manifest's back (deleted folder, crash, another writer).
+                if (paths is None or self.vectors.replaced) and not self._check_vectors():
+                    self._sync_vectors(report, progress)
+            if report.changed or report.vectors_written or rebuild:
+                self.fts.bump_generation()
+        report.seconds = time.monotonic() - started
+        self._set_progress("idle", 0, 0)
+        return report
+
+    def _check_recipe(self, rebuilt: bool) -> None:
+        """Start the vectors afresh when the model or what it is shown changed since they were made."""
+        assert self.vectors is not None and self.embedder is not None
+        recipe = f"{self.embedder.name}|{EMBED_RECIPE}"
+        if self.fts.get_meta("vector_recipe") == recipe:
+            return
+        if not rebuilt and self.fts.get_meta("vector_recipe") is not None:
+            self._note("the embedding model or chunk context changed; re-embedding every chunk")
+            self._reset_vectors()
+        self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+        self.fts.set_meta("vector_recipe", recipe)
+
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise IndexCancelled()
+
+    def _set_progress(self, stage: str, done: int, total: int, progress: Progress | None = None) -> None:
+        self.progress = {"stage": stage, "done": done, "total": total}
+        if progress is not None:
+            progress(stage, done, total)
+
+    def _wanted(self, paths: Iterable[str] | None) -> dict[str, str]:
+        if paths is None:
+            self._transcripts = transcript_sources(self.root, self.settings)
+            wanted = dict(self.root.memory_files())
+            wanted.update({virtual: "transcript" for virtual in self._transcripts})
+            return wanted
+        out: dict[str, str] = {}
+        for rel in paths:
+            layer = layer_of(rel)
+            if layer is not None:
+                out[rel] = layer
+        return out
+
+    def _sync_keyword(
+        self, report: SyncReport, paths: Iterable[str] | None, progress: Progress | None, verify: bool = False
+    ) -> None:
+        if paths is None:
+            self._check_manifest()
+        known = self.fts.files()
+        wanted = self._wanted(paths)
+        if paths is None:
+            gone = [p for p in known if p not in wanted]
+        else:
+            known = {p: r for p, r in known.items() if p in wanted}
+            gone = [p for p in wanted if p in known and not (self.root.path / p).is_file()]
+            wanted = {p: l for p, l in wanted.items() if (self.root.path / p).is_file()}
+        total = len(wanted)
+        self.fts.begin()
+        try:
+            for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
+                self._check_cancel()
+                self._sync_file(rel, layer, known.get(rel), report, verify)
+                if n % 200 == 0:
+                    self.fts.commit()
+                    self.fts.begin()
+                    self._set_progress("reading files", n, total, progress)
+            for rel in gone:
+                self.fts.remove_file(rel)
+                report.removed.append(rel)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        if gone and self.vectors is not None:
+            self.vectors.delete_paths(gone)
+        self._set_progress("reading files", total, total, progress)
+
+    def _rebuild_keyword(self, report: SyncReport, progress: Progress | None) -> None:
+        wanted = self._wanted(None)
+        self.fts.begin()
+        try:
+            self.fts.clear()  # readers keep seeing the old index until this transaction commits
+            for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
+                self._sync_file(rel, layer, None, report)
+                if n == len(wanted) // 2:
+                    crash_point("index-rebuild-mid-keyword")
+                if n % 200 == 0:
+                    self._set_progress("reading files", n, len(wanted), progress)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        self._set_progress("reading files", len(wanted), len(wanted), progress)
+
+    def _sync_file(
+        self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
+    ) -> None:
+        """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
+        if layer == "transcript":
+            self._sync_transcript(rel, old, report)
+            return
+        path = self.root.path / rel
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            if old is not None:
+                self.fts.remove_file(rel)
+                report.removed.append(rel)
+            return
+        except OSError as exc:  # a symlink loop, no permission: say so in status, never stop the rest
+            self._skip_unreadable(rel, layer, old, report, exc)
+            return
+        same_stat = old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns
+        if same_stat and not (verify and old is not None and old.status != "skipped"):
+            report.unchanged += 1
+            return
+        report.files_read += 1
+        try:
+            content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes)
+        except FileSkipped as why:
+            record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
+            if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
+                self.fts.replace_file(record, [])
+                report.skipped.append(rel)
+            else:
+                self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
+            log.warning("skipped %s: %s", rel, why)
+            return
+        if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
+            if not same_stat:
+                self.fts.touch_file(rel, content.size, content.mtime_ns)  # touched, not changed
+            report.unchanged += 1
+            return
+        if same_stat:
+            self._note(f"{rel} changed without its size or modification time changing; re-indexed it")
+        doc = parse_document(rel, layer, content.text, max_chunk_chars=self.settings.index.max_chunk_chars)
+        warnings = list(content.warnings) + doc.warnings
+        record = FileRecord(
+            rel,
+            layer,
+            content.size,
+            content.mtime_ns,
+            content.sha256,
+            doc.title,
+            doc.date,
+            "degraded" if warnings else "ok",
+            "; ".join(warnings),
+            len(doc.chunks),
+            None,
+        )
+        self.fts.replace_file(record, doc.chunks)
+        (report.added if old is None else report.updated).append(rel)
+
+    def _skip_unreadable(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, exc: OSError) -> None:
+        why = f"cannot be read: {exc.strerror or exc}"
+        try:
+            lst = os.lstat(self.root.path / rel)
+            size, mtime_ns = lst.st_size, lst.st_mtime_ns
+        except OSError:
+            size, mtime_ns = -1, 0
+        if old is None or old.status != "skipped" or old.message != why:
+            record = FileRecord(rel, layer, size, mtime_ns, "", "", None, "skipped", why, 0, None)
+            self.fts.replace_file(record, [])
+            report.skipped.append(rel)
+        log.warning("skipped %s: %s", rel, why)
+
+    def _sync_transcript(self, virtual: str, old: FileRecord | None, report: SyncReport) -> None:
+        source = self._transcripts.get(virtual)
+        try:
+            st = os.stat(source) if source is not None else None
+        except OSError:
+            st = None
+        if source is None or st is None:
+            if old is not None:
+                self.fts.remove_file(virtual)
+                report.removed.append(virtual)
+            return
+        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            report.unchanged += 1
+            return
+        report.files_read += 1
+        chunks, title, date = transcript_chunks(virtual, source)
+        sha = f"{st.st_size}:{st.st_mtime_ns}"  # transcripts only grow; never embedded, so no content hash
+        record = FileRecord(virtual, "transcript", st.st_size, st.st_mtime_ns, sha, title, date, "ok", "",
+                            len(chunks), sha, str(source))
+        self.fts.replace_file(record, chunks)
+        (report.added if old is None else report.updated).append(virtual)
+
+    def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
+        assert self.vectors is not None and self.embedder is not None
+        pending = [
+            f
+            for f in self.fts.files().values()
+            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
+        ]
+        total = sum(f.chunks for f in pending)
+        done = 0
+        group: list[FileRecord] = []
+        group_chunks = 0
+        for record in pending:
+            self._check_cancel()
+            group.append(record)
+            group_chunks += record.chunks
+            if group_chunks >= 512:
+                done += self._embed_group(group, report)
+                self._set_progress("embedding", done, total, progress)
+                group, group_chunks = [], 0
+        if group:
+            done += self._embed_group(group, report)
+            self._set_progress("embedding", done, total, progress)
+
+    def _embed_group(self, records: list[FileRecord], report: SyncReport) -> int:
+        assert self.vectors is not None and self.embedder is not None
+        chunks: list[Chunk] = []
+        for r in records:
+            chunks.extend(self.fts.chunks_of(r.path))
+        misses = self.cache.misses
+        texts = [c.embed_text() for c in chunks]
+        # Slices of similar length (so the model's batches pad little), checking for cancellation between
+        # them: a slice takes a second or two, so a closing server never waits long.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        for i in range(0, len(order), EMBED_SLICE):
+            self._check_cancel()
+            part = order[i : i + EMBED_SLICE]
+            vectors[part] = self.cache.embed(self.embedder, [texts[j] for j in part])
+        report.chunks_embedded += self.cache.misses - misses
+        self.vectors.delete_paths([r.path for r in records])
+        if chunks:
+            self.vectors.upsert(chunks, vectors)
+        report.vectors_written += len(chunks)
+        crash_point("index-vectors-before-manifest")
+        self.fts.begin()
+        try:
+            for r in records:
+                self.fts.set_vectors_sha(r.path, r.sha256)
+            self.fts.commit()
+        except BaseException:
+            self.fts.rollback()
+            raise
+        return len(chunks)
+
+
+class _Held:
+    """Context manager holding the in-process lock (already acquired) and the cross-process file lock."""
+
+    def __init__(self, thread_lock: threading.Lock, file_lock: filelock.FileLock, timeout: float) -> None:
+        self.thread_lock = thread_lock
+        self.file_lock = file_lock
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        try:
+            self.file_lock.acquire(timeout=self.timeout)
+        except filelock.Timeout as exc:
+            self.thread_lock.release()
+            raise LockedError(
+                f"another process has been writing the index for over {self.timeout:.0f}s "
+                f"({self.file_lock.lock_file}); try again when it finishes"
+            ) from exc
+        except BaseException:
+            self.thread_lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.file_lock.release()
+        finally:
+            self.thread_lock.release()
+
+
+def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
+    """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
+    state = root.state_dir
+    return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"

@@ -1,0 +1,357 @@
+"""The semantic side of the index: chunk vectors in ChromaDB.
+
+By default the embedded persistent client under `.memory/chroma`; with `vectors.backend: http` a Chroma
+server (`chroma run`, or a hosted one). Chroma never embeds anything itself here (no embedding function,
+so no model download): vectors come from our own embedder. Telemetry is off. chromadb is imported on
+first use, never at start-up.
+
+Several processes, one embedded store. Chroma's persistent client is not safe for several processes: each
+keeps the HNSW graph in memory, and even a query may write (it applies the write-ahead log and persists
+the graph). So every use of the embedded store, read or write, holds an exclusive lock on
+`.memory/chroma.lock` (a few milliseconds for a query; writes go in small batches, so a reader waits at
+most one batch). A process that writes first stamps `.memory/chroma.epoch` with a new random value; any
+process whose in-memory view was loaded under another stamp drops it and reloads from disk before it
+touches the store. So no process ever works from, or writes back, a view older than the last write. A
+Chroma server needs none of this: it is one process.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from memory_server.files.crashpoints import crash_point
+from memory_server.errors import LockedError, VectorStoreError
+from memory_server.parse.markdown import Chunk
+from memory_server.settings import VectorSettings
+
+log = logging.getLogger(__name__)
+
+# Belt and braces: chromadb also reads these at import time.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("CHROMA_TELEMETRY_IMPL", "none")
+
+WRITE_BATCH = 256  # vectors per locked write: bounds how long a reader in another process waits
+READ_LOCK_SECONDS = 10.0  # a search waits this long for the store, then answers from keywords
+WRITE_LOCK_SECONDS = 120.0
+
+
+def date_number(date: str | None) -> int:
+    return int(date.replace("-", "")) if date else 0
+
+
+class VectorIndex:
+    """One Chroma collection holding a vector per chunk, with the chunk's path, layer and date."""
+
+    def __init__(self, settings: VectorSettings, persist_dir: Path, dim: int = 384) -> None:
+        self.settings = settings
+        self.persist_dir = Path(persist_dir)
+        self.dim = dim
+        self._client: Any = None
+        self._collection: Any = None
+        self._lock = threading.RLock()
+        self._shared = settings.backend == "persistent"  # an embedded store other processes also open
+        self._lock_path = self.persist_dir.parent / "chroma.lock"
+        self._epoch_path = self.persist_dir.parent / "chroma.epoch"
+        self._lock_fd: int | None = None
+        self._depth = 0
+        self._epoch: str | None = None  # the stamp this process's view was loaded under
+        self._store_id: tuple[int, int] | None = None  # (device, inode) of chroma.sqlite3 when opened
+        self.replaced = False  # set when the store vanished or was replaced under us (the indexer repairs)
+
+    @property
+    def description(self) -> str:
+        if self.settings.backend == "http":
+            return f"chroma server {self.settings.url}"
+        return f"chroma persistent {self.persist_dir}"
+
+    @property
+    def is_open(self) -> bool:
+        return self._collection is not None
+
+    # -- cross-process access -----------------------------------------------------------------------
+
+    @contextmanager
+    def _access(self, *, write: bool = False, timeout: float | None = None) -> Iterator[Any]:
+        """The open collection, used under the store lock; `write` stamps a new epoch first."""
+        with self._lock:
+            outer = self._depth == 0
+            if outer and self._shared:
+                self._acquire(timeout if timeout is not None else (WRITE_LOCK_SECONDS if write else READ_LOCK_SECONDS))
+            self._depth += 1
+            try:
+                if self._shared:
+                    self._follow_other_processes()
+                    if write:
+                        self._stamp()
+                yield self._open()
+            finally:
+                self._depth -= 1
+                if outer and self._shared:
+                    self._release()
+
+    def _acquire(self, timeout: float) -> None:
+        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._lock_fd = fd
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise VectorStoreError(f"cannot lock the vector index ({self._lock_path}): {exc}") from exc
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise LockedError(
+                    f"another process has held the vector index ({self._lock_path}) for over {timeout:.0f}s; "
+                    "search answers from keywords meanwhile; try again shortly"
+                )
+            time.sleep(0.005)
+
+    def _release(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _read_epoch(self) -> str:
+        try:
+            return self._epoch_path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def _stamp(self) -> None:
+        epoch = os.urandom(8).hex()
+        tmp = self._epoch_path.with_name(f".{self._epoch_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(epoch, encoding="ascii")
+        os.replace(tmp, self._epoch_path)
+        self._epoch = epoch
+
+    def _follow_other_processes(self) -> None:
+        """Drop this process's view when another process wrote since it was loaded, or the store was
+        deleted or replaced on disk."""
+        epoch = self._read_epoch()
+        if self._collection is not None:
+            store = self._store_identity()
+            if store != self._store_id:
+                log.warning("the vector index at %s was deleted or replaced; reopening it", self.persist_dir)
+                self.replaced = True
+                self._drop()
+            elif epoch != self._epoch:
+                self._drop()
+        self._epoch = epoch
+
+    def _store_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.persist_dir / "chroma.sqlite3")
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    # -- opening --------------------------------------------------------------------------------------
+
+    def _open(self) -> Any:
+        with self._lock:
+            if self._collection is not None:
+                return self._collection
+            try:
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+            except ImportError as exc:  # pragma: no cover - chromadb is a dependency
+                raise VectorStoreError("chromadb is not installed: pip install chromadb") from exc
+            chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+            try:
+                if self.settings.backend == "http":
+                    self._client = self._http_client(chromadb, chroma_settings)
+                elif self.settings.backend == "persistent":
+                    self.persist_dir.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(path=str(self.persist_dir), settings=chroma_settings)
+                else:
+                    raise VectorStoreError(
+                        f"vectors.backend is {self.settings.backend!r}: use 'persistent' or 'http' in memory.yaml"
+                    )
+                self._collection = self._client.get_or_create_collection(
+                    self.settings.collection,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine", "ef_search": 100}},
+                )
+                self._store_id = self._store_identity()
+            except VectorStoreError:
+                self._drop()
+                raise
+            except Exception as exc:
+                self._drop()
+                self._forget_broken_system()
+                raise VectorStoreError(
+                    f"cannot open the vector index ({self.description}): {exc}. "
+                    "For a server, check it is running and vectors.url is right; for the embedded store, "
+                    "run `memory-server index --rebuild`"
+                ) from exc
+            return self._collection
+
+    def _http_client(self, chromadb: Any, chroma_settings: Any) -> Any:
+        if not self.settings.url:
+            raise VectorStoreError("vectors.backend is 'http' but vectors.url is not set in memory.yaml")
+        url = urlparse(self.settings.url)
+        headers = {"Authorization": f"Bearer {self.settings.token}"} if self.settings.token else None
+        return chromadb.HttpClient(
+            host=url.hostname or "127.0.0.1",
+            port=url.port or (443 if url.scheme == "https" else 8000),
+            ssl=url.scheme == "https",
+            headers=headers,
+            settings=chroma_settings,
+        )
+
+    def _forget_broken_system(self) -> None:
+        """chromadb caches one system per path, even one that failed to start; forget it, so that the next
+        open (after the store was repaired) starts a fresh one instead of reusing the broken one."""
+        if not self._shared:
+            return
+        try:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient._identifier_to_system.pop(str(self.persist_dir), None)
+            SharedSystemClient._identifier_to_refcount.pop(str(self.persist_dir), None)
+        except Exception:  # pragma: no cover - a chromadb without this cache needs nothing here
+            pass
+
+    def _drop(self) -> None:
+        """Forget the open client, so the next use loads what is on disk (or on the server) now."""
+        with self._lock:
+            client, self._client, self._collection = self._client, None, None
+            self._store_id = None
+            if client is not None:
+                try:
+                    client.close()  # the last client of a path stops its system, freeing the in-memory graph
+                except Exception:  # pragma: no cover - best effort
+                    pass
+
+    def close(self) -> None:
+        self._drop()
+
+    def check(self) -> int:
+        """Open the store and count its vectors; raises VectorStoreError when it cannot be used."""
+        return self.count()
+
+    def destroy(self) -> None:
+        """Delete the embedded store from disk (it is derived; the indexer refills it from the cache)."""
+        if not self._shared:
+            self.reset()
+            return
+        with self._lock:
+            self._acquire(WRITE_LOCK_SECONDS)
+            try:
+                self._drop()
+                shutil.rmtree(self.persist_dir, ignore_errors=True)
+                self._stamp()
+            finally:
+                self._release()
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        for i in range(0, len(chunks), WRITE_BATCH):
+            if i:
+                crash_point("index-vectors-between-batches")
+            part = chunks[i : i + WRITE_BATCH]
+            with self._access(write=True) as col:
+                try:
+                    col.upsert(
+                        ids=[c.id for c in part],
+                        embeddings=vectors[i : i + WRITE_BATCH],
+                        metadatas=[
+                            {"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part
+                        ],
+                    )
+                except Exception as exc:
+                    raise VectorStoreError(f"writing to the vector index failed: {exc}") from exc
+
+    def delete_paths(self, paths: Sequence[str]) -> None:
+        for i in range(0, len(paths), 200):
+            with self._access(write=True) as col:
+                try:
+                    col.delete(where={"path": {"$in": list(paths[i : i + 200])}})
+                except Exception as exc:
+                    raise VectorStoreError(f"deleting from the vector index failed: {exc}") from exc
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        ids = list(ids)
+        for i in range(0, len(ids), WRITE_BATCH):
+            with self._access(write=True) as col:
+                try:
+                    col.delete(ids=ids[i : i + WRITE_BATCH])
+                except Exception as exc:
+                    raise VectorStoreError(f"deleting from the vector index failed: {exc}") from exc
+
+    def reset(self) -> None:
+        """Remove every vector (a rebuild)."""
+        with self._access(write=True):
+            try:
+                self._client.delete_collection(self.settings.collection)
+            except Exception:
+                pass
+            self._collection = None
+            self._open()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _read(self, what: Any) -> Any:
+        """Run `what(collection)` under the lock; on failure reload the view once (another process may
+        have replaced the collection) before giving up."""
+        for attempt in (1, 2):
+            with self._access() as col:
+                try:
+                    return what(col)
+                except Exception as exc:
+                    if attempt == 2:
+                        raise VectorStoreError(f"reading the vector index failed: {exc}") from exc
+                    self._drop()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def count(self) -> int:
+        return int(self._read(lambda col: col.count()))
+
+    def ids(self) -> set[str]:
+        def page_all(col: Any) -> set[str]:
+            out: set[str] = set()
+            offset = 0
+            while True:
+                got = col.get(include=[], limit=5000, offset=offset)
+                out.update(got["ids"])
+                if len(got["ids"]) < 5000:
+                    return out
+                offset += 5000
+
+        return self._read(page_all)
+
+    def query(
+        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float, np.ndarray | None]]:
+        """Nearest chunks as (id, cosine similarity, vector) pairs, best first."""
+        res = self._read(
+            lambda col: col.query(
+                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                n_results=max(1, n),
+                where=where or None,
+                include=["distances", "embeddings"],
+            )
+        )
+        ids = res["ids"][0]
+        dists = res["distances"][0]
+        embs = res.get("embeddings")
+        vecs = embs[0] if embs is not None and len(embs) else [None] * len(ids)
+        return [(i, 1.0 - float(d), None if v is None else np.asarray(v)) for i, d, v in zip(ids, dists, vecs)]

@@ -1,0 +1,193 @@
+"""Keyword retrieval over FTS5, with every user string treated as literal text.
+
+A query is never passed to FTS5 as syntax. It is cut into the same tokens FTS5's unicode61 tokenizer
+makes, each token is quoted, and the MATCH expression is built from those: so `"`, `(`, `*`, `-`, `:`,
+`AND`, `NEAR`, dots and unicode are all just text. `search_exact` then answers in tiers:
+
+1. phrase: the chunk contains the query itself (case-insensitive, whitespace-normalised);
+2. all_terms: every term occurs, not necessarily together;
+3. any_terms: some terms occur (stop words dropped), ranked by BM25.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Sequence
+
+from memory_server.index.fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
+from memory_server.parse.markdown import Chunk
+
+TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# Scripts written without spaces: unicode61 makes one token of a whole run, so a word inside it can only
+# be found by a substring scan.
+UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
+SPACE = re.compile(r"\s+")
+MAX_TERMS = 64  # a 100 KB query still makes a bounded MATCH expression
+
+# Dropped from OR queries only (never from phrases), so natural questions rank by their content words.
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he her hers him his how
+    i if in into is it its me my of on or our she so that the their them then there these they this to was we
+    were what when where which who whom why will with would you your about after before did does doing just
+    also any some than too very s t don not no""".split()
+)
+
+BM25_WEIGHTS = (1.0, 0.5, 0.3)  # text, heading, title
+# In an index this large, a word found in more than COMMON_SHARE of the chunks (and in at least COMMON_ROWS)
+# is left out of OR queries when rarer words remain; smaller indices are never affected.
+COMMON_ROWS = 2000
+COMMON_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    chunk: Chunk
+    score: float  # BM25, higher is better
+    match: str  # phrase | all_terms | any_terms | substring
+
+
+def clean_query(query: str) -> str:
+    """Make any Python str safe to bind: lone surrogates and NUL become spaces."""
+    return query.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
+
+
+def terms(query: str) -> list[str]:
+    return TOKEN.findall(query)
+
+
+def quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def normalise(text: str) -> str:
+    return SPACE.sub(" ", text).strip().casefold()
+
+
+def _filters(layers: Sequence[str] | None, after: str | None, before: str | None) -> tuple[str, list]:
+    sql, args = "", []
+    if layers:
+        sql += f" AND c.layer IN ({','.join('?' * len(layers))})"
+        args.extend(layers)
+    if after:
+        sql += " AND c.date >= ?"
+        args.append(after)
+    if before:
+        sql += " AND c.date <= ?"
+        args.append(before)
+    return sql, args
+
+
+def match(
+    fts: FtsIndex,
+    expression: str,
+    limit: int,
+    layers: Sequence[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> list[tuple[Chunk, float]]:
+    """Run an FTS5 MATCH expression built by this module; (chunk, bm25 score higher-is-better) pairs."""
+    w = ", ".join(str(x) for x in BM25_WEIGHTS)
+    if after is None and before is None and (layers is None or fts.layers_present() <= set(layers)):
+        # No filter to apply: rank inside FTS5 first and read only the chunks that made the cut
+        # (about twice as fast on common words in a large index).
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, f.rank FROM (SELECT rowid, bm25(chunks_fts, {w}) AS rank FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank"
+        )
+        rows = fts.conn().execute(sql, [expression, limit]).fetchall()
+    else:
+        where, args = _filters(layers, after, before)
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, bm25(chunks_fts, {w}) AS rank FROM chunks_fts "
+            f"JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? {where} "
+            "ORDER BY rank LIMIT ?"
+        )
+        rows = fts.conn().execute(sql, [expression, *args, limit]).fetchall()
+    return [(row_to_chunk(r), -float(r[9])) for r in rows]
+
+
+def any_terms_expression(query: str, fts: FtsIndex | None = None) -> str | None:
+    """`"a" OR "b" ...` over the query's content words. Stop words and single characters are dropped
+    (unless nothing else is left); with `fts`, so are words so common in a large index that ranking every
+    chunk holding them costs more than their low weight is worth."""
+    words = terms(query)
+    content = [t for t in words if t.casefold() not in STOP_WORDS and len(t) > 1] or words
+    unique = list(dict.fromkeys(t.casefold() for t in content))[:MAX_TERMS]
+    if fts is not None and len(unique) > 1:
+        limit = max(COMMON_ROWS, int(fts.chunk_count() * COMMON_SHARE))
+        counts = {t: fts.count_matching(quote(t)) for t in unique}
+        found = [t for t in unique if counts[t] > 0]
+        unique = [t for t in found if counts[t] <= limit] or found or unique
+    return " OR ".join(quote(t) for t in unique) if unique else None
+
+
+def keyword_candidates(
+    fts: FtsIndex,
+    query: str,
+    limit: int,
+    layers: Sequence[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> list[tuple[Chunk, float]]:
+    """BM25 over the query's content words (any of them); the keyword signal hybrid search fuses."""
+    expression = any_terms_expression(clean_query(query), fts)
+    if expression is None:
+        return []
+    return match(fts, expression, limit, layers, after, before)
+
+
+def exact_search(
+    fts: FtsIndex,
+    query: str,
+    k: int,
+    layers: Sequence[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> list[KeywordHit]:
+    """Literal-first keyword search: phrase matches, then all-terms, then any-terms, best BM25 first."""
+    query = clean_query(query)
+    wanted = normalise(query)
+    if not wanted:
+        return []
+    words = terms(query)[:MAX_TERMS]
+    seen: set[str] = set()
+    hits: list[KeywordHit] = []
+
+    def take(pairs: list[tuple[Chunk, float]], kind: str, verify: bool = False) -> None:
+        for chunk, score in pairs:
+            if len(hits) >= k or chunk.id in seen:
+                continue
+            if verify and wanted not in normalise(chunk.text):
+                continue
+            seen.add(chunk.id)
+            hits.append(KeywordHit(chunk, score, kind))
+
+    if not words:
+        take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
+        return hits
+    pool = max(k * 4, 50)
+    take(match(fts, quote(" ".join(words)), pool * 4, layers, after, before), "phrase", verify=True)
+    if len(hits) < k and UNSPACED.search(query):
+        take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
+    if len(hits) < k and len(words) > 1:
+        take(match(fts, " AND ".join(quote(t) for t in dict.fromkeys(words)), pool, layers, after, before), "all_terms")
+    if len(hits) < k:
+        expression = any_terms_expression(query, fts)
+        if expression:
+            take(match(fts, expression, pool, layers, after, before), "any_terms")
+    return hits
+
+
+def _substring_scan(
+    fts: FtsIndex, wanted: str, k: int, layers: Sequence[str] | None, after: str | None, before: str | None
+) -> list[tuple[Chunk, float]]:
+    # Queries made only of punctuation ("->", "::") have no tokens for FTS5: scan the text instead.
+    where, args = _filters(layers, after, before)
+    sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE instr(lower(c.text), ?) > 0 {where} LIMIT ?"
+    try:
+        rows = fts.conn().execute(sql, [wanted, *args, k]).fetchall()
+    except sqlite3.Error:
+        return []
+    return [(row_to_chunk(r), 0.0) for r in rows]

@@ -1,0 +1,307 @@
+"""Compress a Claude Code transcript into an append-only Markdown session summary, deterministically.
+
+`compress_transcript(path, root)` writes `sessions/compressed/YYYY/<date>-<short-id>-<slug>.md`: YAML front
+matter (session_id, part, started, ended, cwd, branch, claude_code_version, transcript, transcript_sha256,
+lines, counts) and the sections a person wants months later: Goal, Requests, Files, Commands, Errors and
+fixes, Decisions, Open at the end (empty ones are left out). Thinking, tool output and slash-command noise
+stay out; `<private>` text is dropped and secrets are redacted before anything is trimmed.
+
+Append-only: a compressed file is never rewritten. What is already covered is read back from the front
+matter of existing files (session_id, transcript file name, lines), so no state file is needed and deleting
+`.memory/` loses nothing. A transcript that grew gets a continuation (`…-part2.md`, part 3, …) covering only
+the new JSONL lines; an unchanged one gives nothing, and so does one without a single real request.
+`transcript_sha256` hashes the transcript's bytes from its start through the last line the file covers
+(for a finished single-part session: the whole file).
+
+Same input, same bytes out: no clock is read. Writing holds `.memory/compress.lock`, so two compressions
+of one transcript (SessionEnd racing PreCompact, two terminals) produce one file set.
+
+Crash-safe: each file is written to a dot-file beside it (`.<name>.<random>.tmp`, never indexed) and
+hard-linked into place, so a compression killed at any moment leaves either no file or the whole file, and
+the next run writes what is missing. Before writing into a folder, temp files older than a few minutes there
+(left by a killed run) are removed.
+
+`compress_all(folder, root)` backfills every `*.jsonl` under a folder, sorted. Subagent transcripts (files
+under a `subagents/` folder, or named `agent-*.jsonl`) are skipped: the parent session already shows their
+work through its Task calls (and, in Claude Code 1.x, through inline sidechain records, which are included).
+
+`python -m memory_server.sessions.compress --root DIR TRANSCRIPT...` is the detached job the SessionEnd and PreCompact
+hooks start; it logs to stderr.
+
+This module is the orchestration: what was covered already, locking, file placement and the job.
+`digest.py` reads a transcript into what the file says and `session_render.py` writes it as Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from filelock import FileLock, Timeout
+
+from memory_server.files.crashpoints import crash_point
+from memory_server.sessions.digest import Digest
+from memory_server.errors import LockedError, MemoryServerError, PathRefusedError, TranscriptError
+from memory_server.sessions.render import render
+from memory_server.files.store import MemoryRoot, remove_stale_temps
+from memory_server.sessions.reader import Transcript, parse_transcript_bytes, read_transcript_bytes
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "compress.lock"
+LOCK_TIMEOUT = 60.0
+
+_PART_SUFFIX = re.compile(r"-part\d+$")
+_STOPWORDS = frozenset(
+    "a an the ok okay please now so and or but can could would you i me my we our us to of for in on at with "
+    "that this is it be let lets just also then hey hi".split()
+)
+
+
+# -- public entry points ---------------------------------------------------------------------------------
+
+
+def compress_transcript(
+    transcript_path: str | os.PathLike[str],
+    root: MemoryRoot,
+    *,
+    transcript_root: str | os.PathLike[str] | None = None,
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> list[Path]:
+    """Write the compressed session file(s) for what is new in a transcript; return the files written.
+
+    Returns [] when the transcript is unchanged since the last compression, or holds no real request.
+    With `transcript_root`, a transcript outside that folder is refused (PathRefusedError). Raises
+    TranscriptError when the transcript cannot be read and LockedError when another compression holds
+    the lock for longer than `lock_timeout` seconds.
+    """
+    path = Path(transcript_path).expanduser()
+    if transcript_root is not None:
+        base = Path(transcript_root).expanduser().resolve()
+        real = path.resolve()
+        if real != base and base not in real.parents:
+            raise PathRefusedError(
+                f"transcript {path} is outside the transcript folder {base}: give a transcript from that folder"
+            )
+    path = path.absolute()
+    with compression_lock(root, lock_timeout):
+        data = read_transcript_bytes(path)
+        full = parse_transcript_bytes(data, path)
+        parts = existing_parts(root, full.session_id, path.name)
+        start = max((p.last for p in parts), default=0) + 1
+        if start > full.line_count:
+            return []
+        t = full if start == 1 else parse_transcript_bytes(data, path, first_line=start)
+        digest = Digest.of(t, full)
+        # A first part needs a real request; a continuation needs anything new (not just summary records).
+        if not (digest.has_activity if parts else digest.requests):
+            return []
+        number = max((p.part for p in parts), default=0) + 1
+        previous = parts[-1].path.name if parts else None
+        text = render(digest, number, start, _sha256_through(data, full.line_count), previous)
+        folder, stem = _placement(root, full, parts, digest.goal)
+        remove_stale_temps(folder)  # litter from a compression killed before its rename
+        suffix = "" if number == 1 else f"-part{number}"
+        for attempt in range(1, 10):  # a foreign file with our name (never ours: we checked the parts)
+            name = f"{stem}{suffix}{'' if attempt == 1 else f'-{attempt}'}.md"
+            try:
+                written = root.write_new(root.relpath(folder / name), text)
+            except FileExistsError:
+                continue
+            log.info("compressed %s lines %d-%d into %s", path, start, full.line_count, written)
+            return [written]
+        log.warning("could not find a free file name for %s in %s; nothing written", stem, folder)
+        return []
+
+
+def compress_all(
+    directory: str | os.PathLike[str],
+    root: MemoryRoot,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Path]:
+    """Backfill: compress every `*.jsonl` under `directory` (sorted, subagent files skipped); return new files.
+
+    A transcript that cannot be read is logged and skipped. `progress(done, total)` is called after each.
+    """
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        raise TranscriptError(f"transcript folder {folder} does not exist: point at ~/.claude/projects/<project>")
+    files = sorted(p for p in folder.rglob("*.jsonl") if p.is_file() and not is_subagent_transcript(p, folder))
+    written: list[Path] = []
+    for done, f in enumerate(files, start=1):
+        if done > 1:
+            crash_point("compress-between-files")
+        try:
+            written.extend(compress_transcript(f, root))
+        except MemoryServerError as exc:
+            log.warning("skipped %s: %s", f, exc)
+        if progress is not None:
+            progress(done, len(files))
+    return written
+
+
+def is_subagent_transcript(path: Path, base: Path | None = None) -> bool:
+    """True for a subagent's transcript: under a `subagents/` folder, or an `agent-*.jsonl` file."""
+    parts = path.relative_to(base).parts if base is not None and base in path.parents else path.parts
+    return "subagents" in parts[:-1] or path.name.startswith("agent-")
+
+
+@contextlib.contextmanager
+def compression_lock(root: MemoryRoot, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the root's compression lock (`.memory/compress.lock`), or raise LockedError after `timeout` s."""
+    lock_path = root.state_dir / LOCK_NAME
+    lock = FileLock(str(lock_path), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise LockedError(
+            f"another compression has held {lock_path} for over {timeout:.0f} s; let it finish and run "
+            "`memory-server compress` again (nothing was written)"
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# -- what was compressed already -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """An existing compressed file of one transcript: which part it is and the JSONL lines it covers."""
+
+    path: Path
+    part: int
+    first: int
+    last: int
+
+
+def existing_parts(root: MemoryRoot, session_id: str, transcript_name: str) -> list[Part]:
+    """The compressed files of this session's transcript, read from their front matter, by part number."""
+    found: list[Part] = []
+    if not root.sessions_dir.is_dir():
+        return found
+    short = short_id(session_id)
+    for p in sorted(root.sessions_dir.rglob("*.md")):
+        if short not in p.name or p.name.startswith("."):
+            continue  # the short id is in every name we write: skip unrelated files without opening them
+        meta = read_front_matter(p)
+        if str(meta.get("session_id", "")) != session_id:
+            continue
+        transcript = meta.get("transcript")
+        if isinstance(transcript, str) and Path(transcript).name != transcript_name:
+            continue  # the same session id from another file (an old subagent log, a resumed copy)
+        lines = meta.get("lines")
+        if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(x, int) for x in lines)):
+            log.warning("%s has no valid `lines: [first, last]` in its front matter; ignored", p)
+            continue
+        part = meta.get("part") if isinstance(meta.get("part"), int) else 1
+        found.append(Part(p, part, lines[0], lines[1]))
+    return sorted(found, key=lambda x: (x.part, x.last))
+
+
+def read_front_matter(path: Path) -> dict[str, Any]:
+    """The YAML front matter of a Markdown file as a dict ({} when it has none or it does not parse)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return {}
+    if not head.startswith("---\n"):
+        return {}
+    end = head.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        meta = yaml.safe_load(head[4:end])
+    except yaml.YAMLError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _placement(root: MemoryRoot, full: Transcript, parts: list[Part], goal: str) -> tuple[Path, str]:
+    """The folder and base file name: beside part 1 for a continuation, else from the session start date."""
+    if parts:
+        return parts[0].path.parent, _PART_SUFFIX.sub("", parts[0].path.stem)
+    started = full.started or dt.datetime.fromtimestamp(full.path.stat().st_mtime, dt.timezone.utc)
+    date = started.strftime("%Y-%m-%d")
+    return root.sessions_dir / date[:4], f"{date}-{short_id(full.session_id)}-{slugify(goal)}"
+
+
+def short_id(session_id: str) -> str:
+    """The first 8 characters of a session id, safe in a file name."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", session_id)[:8] or "session"
+
+
+def slugify(text: str, words: int = 6) -> str:
+    """An ASCII slug of at most `words` words from a request, without filler words ("ok", "please")."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    tokens = [w for w in re.split(r"[^a-z0-9]+", ascii_text) if w]
+    kept = [w for w in tokens if w not in _STOPWORDS] or tokens
+    return "-".join(kept[:words])[:60].strip("-") or "session"
+
+
+def _sha256_through(data: bytes, last_line: int) -> str:
+    end = 0
+    for _ in range(last_line):
+        nl = data.find(b"\n", end)
+        end = len(data) if nl < 0 else nl + 1
+    return hashlib.sha256(data[:end]).hexdigest()
+
+
+# -- the detached job ----------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Compress transcripts into a memory root; the background job the session hooks start."""
+    parser = argparse.ArgumentParser(
+        prog="python -m memory_server.sessions.compress",
+        description="Write compressed session files for Claude Code transcripts (append-only, never overwrites).",
+    )
+    parser.add_argument("--root", required=True, help="the memory root")
+    parser.add_argument("--transcript-root", help="refuse transcripts outside this folder")
+    parser.add_argument("--lock-timeout", type=float, default=LOCK_TIMEOUT, help="seconds to wait for the lock")
+    parser.add_argument("transcripts", nargs="+", help="transcript .jsonl files")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s"
+    )
+    try:
+        root = MemoryRoot(args.root)
+    except MemoryServerError as exc:
+        log.error("%s", exc)
+        return 2
+    status = 0
+    for transcript in args.transcripts:  # one bad transcript does not stop the others
+        try:
+            written = compress_transcript(
+                transcript, root, transcript_root=args.transcript_root, lock_timeout=args.lock_timeout
+            )
+        except MemoryServerError as exc:
+            log.error("%s", exc)
+            status = max(status, 2)
+            continue
+        except Exception:  # the log file is the only witness of a detached job
+            log.exception("compressing %s failed", transcript)
+            status = max(status, 1)
+            continue
+        if not written:
+            log.info("nothing new to compress in %s", transcript)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

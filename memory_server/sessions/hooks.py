@@ -1,0 +1,93 @@
+"""Claude Code's SessionEnd and PreCompact hooks: compress the session's transcript in the background.
+
+Claude Code gives a SessionEnd hook about 1.5 s and then moves on, so neither hook compresses anything
+itself: each starts `python -m memory_server.sessions.compress --root <root> <transcript>` as a detached process
+(its own session, stdin/stdout closed, stderr appended to `.memory/logs/compress.log`) and returns at once.
+The job takes the root's compression lock, so a PreCompact and a SessionEnd close together queue up.
+
+PreCompact compresses what the transcript holds so far; the SessionEnd that follows finds those lines
+covered and writes only a continuation for what came after. A payload without a readable
+`transcript_path` is logged and ignored: a hook must never break the person's session.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from memory_server.files.store import MemoryRoot
+
+log = logging.getLogger(__name__)
+
+LOG_DIR = "logs"
+LOG_NAME = "compress.log"
+LOG_MAX_BYTES = 1_000_000  # the log is rotated once (to compress.log.1) past this size
+
+_SRC_DIR = Path(__file__).resolve().parents[1]  # where `memory_server` can be imported from
+
+
+def session_end(payload: dict[str, Any], root: MemoryRoot) -> None:
+    """SessionEnd: start compressing the ended session's transcript in the background; return at once."""
+    _start(payload, root, "SessionEnd")
+
+
+def pre_compact(payload: dict[str, Any], root: MemoryRoot) -> None:
+    """PreCompact: compress the transcript so far, before Claude Code compacts the conversation."""
+    _start(payload, root, "PreCompact")
+
+
+def spawn_compression(transcript: Path, root: MemoryRoot) -> subprocess.Popen[bytes]:
+    """Start the detached compression job for one transcript and return without waiting for it."""
+    log_file = log_path(root)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if log_file.stat().st_size > LOG_MAX_BYTES:
+            os.replace(log_file, log_file.with_name(LOG_NAME + ".1"))
+    except OSError:
+        pass  # no log yet, or another hook rotated it first: either way, carry on
+    env = dict(os.environ)
+    # The job must import this same package even when it is not installed (a checkout, a test run).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_SRC_DIR), env.get("PYTHONPATH", "")) if p)
+    with open(log_file, "ab") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "memory_server.sessions.compress", "--root", str(root.path), str(transcript)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=str(root.path),
+            env=env,
+            start_new_session=True,  # outlives the hook, and Claude Code's signals to it
+            close_fds=True,
+        )
+
+
+def log_path(root: MemoryRoot) -> Path:
+    """Where the background compression job writes its log."""
+    return root.state_dir / LOG_DIR / LOG_NAME
+
+
+def _start(payload: dict[str, Any], root: MemoryRoot, event: str) -> None:
+    transcript = _transcript_path(payload)
+    if transcript is None:
+        log.warning("%s hook: no transcript_path in the hook input; nothing to compress", event)
+        return
+    if not transcript.is_file() or not os.access(transcript, os.R_OK):
+        log.warning("%s hook: transcript %s is missing or unreadable; nothing to compress", event, transcript)
+        return
+    try:
+        proc = spawn_compression(transcript, root)
+    except OSError as exc:
+        log.error("%s hook: could not start the compression job for %s: %s", event, transcript, exc)
+        return
+    log.info("%s hook: compressing %s in the background (pid %d)", event, transcript, proc.pid)
+
+
+def _transcript_path(payload: Any) -> Path | None:
+    value = payload.get("transcript_path") if isinstance(payload, dict) else None
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        return None
+    return Path(value).expanduser()

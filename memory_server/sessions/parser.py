@@ -1,0 +1,279 @@
+"""Parse Claude Code session transcripts (JSONL) of any version, never failing on a bad line.
+
+Claude Code appends one JSON object per line to `~/.claude/projects/<project>/<session-id>.jsonl`. The shape
+has drifted across versions, so this parser takes what it recognises and counts the rest:
+
+- `user` / `assistant` records whose `message.content` is a string or a list of blocks (text, thinking,
+  tool_use, tool_result, image, anything newer is skipped); records without a `type` but with a
+  `message.role`; one API message split over consecutive records (same `message.id`) is merged into one
+  Message; `isSidechain` (subagent) and `isMeta` records are kept and flagged; `isCompactSummary` is flagged.
+- `summary` records become Messages with role "summary"; `system` records (compact_boundary, errors,
+  command output) become role "system" with their `subtype`; early top-level `tool_use` / `tool_result`
+  records are read as assistant / user messages.
+- Any other record type is counted in `Transcript.record_types` and otherwise ignored. Lines that are not
+  JSON objects (garbage, arrays, numbers) are listed in `Transcript.bad_lines`; blank lines are skipped;
+  undecodable bytes become U+FFFD. An unterminated last line that is not valid JSON is a write still in
+  progress: it is left out (`incomplete_tail`) so a later read picks it up whole.
+
+Positions are stable: `Message.line` / `Message.end_line` are 1-based JSONL line numbers, counted by "\\n"
+only (a JSON string may hold U+2028 or a lone "\\r", which str.splitlines would wrongly count as breaks).
+Nothing here raises: reading the file, the one step that can fail, is `transcripts.read_transcript_bytes`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from memory_server.sessions.model import Message, ToolResult, ToolUse, Transcript
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+_VERSION = re.compile(r"^\d+\.\d+")
+_ABS_PATH = re.compile(r"^(?:/|[A-Za-z]:[\\/]|\\\\)")
+_COMPACT_PREFIX = "This session is being continued from a previous conversation"
+
+
+def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1) -> Transcript:
+    """Parse transcript bytes already read (see parse_transcript)."""
+    path = Path(path)
+    t = Transcript(path=path, session_id="", first_line=max(1, first_line))
+    p = _Parser(t)
+    lines = data.split(b"\n")
+    terminated = data.endswith(b"\n")
+    if terminated or not data:
+        lines.pop()  # the empty string after the final newline is not a line
+    t.line_count = len(lines)
+    for n, raw in enumerate(lines, start=1):
+        raw = raw.strip()
+        if not raw:
+            t.blank_lines += 1
+            continue
+        text = raw.decode("utf-8", errors="replace")
+        if n == 1:
+            text = text.lstrip("\ufeff")
+        try:
+            rec = json.loads(text)
+        except (ValueError, RecursionError):
+            if n == len(lines) and not terminated:
+                t.incomplete_tail = True  # still being written: leave it for the next read
+                t.line_count -= 1
+            else:
+                t.bad_lines.append(n)
+            continue
+        if not isinstance(rec, dict):
+            t.bad_lines.append(n)
+            continue
+        p.record(rec, n)
+    t.session_id = _session_id(path, [s for s in p.session_ids if s])
+    return t
+
+
+def _session_id(path: Path, seen: list[str]) -> str:
+    # The file name is the session id in ~/.claude/projects; copies (or old resumed files that carry the
+    # previous session's records first) fall back to the records' sessionId.
+    stem = path.stem
+    if _UUID.match(stem) or not seen:
+        return stem
+    return seen[0]
+
+
+def parse_timestamp(value: Any) -> dt.datetime | None:
+    """An aware UTC datetime from an ISO 8601 string or epoch seconds/milliseconds; None when unusable."""
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            stamp = dt.datetime.fromtimestamp(value / 1000 if value > 1e11 else value, dt.timezone.utc)
+        elif isinstance(value, str) and value[:1].isdigit():
+            stamp = dt.datetime.fromisoformat(value.strip())
+        else:
+            return None
+    except (ValueError, OverflowError, OSError):
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    return stamp.astimezone(dt.timezone.utc)
+
+
+class _Parser:
+    """Turns records into Messages on a Transcript, merging split API messages and pairing tool results."""
+
+    def __init__(self, t: Transcript) -> None:
+        self.t = t
+        self.session_ids: list[str | None] = [None, None]  # from the first message, from any record
+        self.pending_anonymous: deque[str] = deque()  # tool calls without ids, waiting for id-less results
+        self.known_ids: set[str] = set()
+
+    def record(self, rec: dict[str, Any], n: int) -> None:
+        t = self.t
+        rtype = rec.get("type") if isinstance(rec.get("type"), str) else ""
+        t.record_types[rtype or "<none>"] += 1
+        self._facts(rec, rtype)
+        if n < t.first_line:
+            return
+        stamp = parse_timestamp(rec.get("timestamp"))
+        if stamp is not None:
+            t.started = stamp if t.started is None or stamp < t.started else t.started
+            t.ended = stamp if t.ended is None or stamp > t.ended else t.ended
+        msg = rec.get("message")
+        if rtype == "summary":
+            if isinstance(rec.get("summary"), str) and rec["summary"].strip():
+                self._add(Message(n, n, "summary", stamp, text=rec["summary"].strip()))
+        elif rtype == "system":
+            self._add(self._system(rec, n, stamp))
+        elif rtype == "tool_use" and not isinstance(msg, dict):
+            m = Message(n, n, "assistant", stamp)
+            m.tool_uses.append(self._tool_use(rec, n, 0))
+            self._add(m)
+        elif rtype == "tool_result" and not isinstance(msg, dict):
+            m = Message(n, n, "user", stamp)
+            m.tool_results.append(self._tool_result(rec, rec, n, single=True))
+            self._add(m)
+        elif isinstance(msg, dict) and rtype in ("user", "assistant", ""):
+            role = msg.get("role") if msg.get("role") in ("user", "assistant") else rtype
+            if role in ("user", "assistant"):
+                self._add(self._message(rec, msg, role, n, stamp))
+
+    def _facts(self, rec: dict[str, Any], rtype: str) -> None:
+        t = self.t
+        sid = rec.get("sessionId")
+        if isinstance(sid, str) and sid.strip() and len(sid) <= 200 and not re.search(r"[\s/\\]", sid):
+            slot = 0 if rtype in ("user", "assistant") else 1  # a message's sessionId beats a meta record's
+            if self.session_ids[slot] is None:
+                self.session_ids[slot] = sid
+        cwd = rec.get("cwd") or rec.get("project")
+        if t.cwd is None and isinstance(cwd, str) and _ABS_PATH.match(cwd):
+            t.cwd = cwd
+        branch = rec.get("gitBranch")
+        if t.git_branch is None and isinstance(branch, str) and branch.strip() and not re.search(r"\s", branch):
+            t.git_branch = branch
+        version = rec.get("version")
+        if isinstance(version, str) and _VERSION.match(version):
+            t.version = version
+
+    def _add(self, m: Message) -> None:
+        msgs = self.t.messages
+        prev = msgs[-1] if msgs else None
+        if (
+            prev is not None
+            and m.role == "assistant"
+            and prev.role == "assistant"
+            and m.message_id
+            and m.message_id == prev.message_id
+            and m.is_sidechain == prev.is_sidechain
+        ):
+            # One API message written as several records (one per content block): merge them.
+            prev.text = "\n\n".join(s for s in (prev.text, m.text) if s)
+            prev.thinking = "\n\n".join(s for s in (prev.thinking, m.thinking) if s)
+            prev.tool_uses.extend(m.tool_uses)
+            prev.images += m.images
+            prev.end_line = m.end_line
+            return
+        if m.text or m.thinking or m.tool_uses or m.tool_results or m.images or m.role == "system":
+            msgs.append(m)
+
+    def _system(self, rec: dict[str, Any], n: int, stamp: dt.datetime | None) -> Message:
+        text = rec.get("content") if isinstance(rec.get("content"), str) else ""
+        err = rec.get("error")
+        if not text and isinstance(err, dict):
+            text = next((err[k] for k in ("message", "formatted") if isinstance(err.get(k), str)), "")
+        elif not text and isinstance(err, str):
+            text = err
+        subtype = rec.get("subtype") if isinstance(rec.get("subtype"), str) else ""
+        m = Message(n, n, "system", stamp, text=text, subtype=subtype)
+        self._flags(m, rec)
+        return m
+
+    def _message(
+        self, rec: dict[str, Any], msg: dict[str, Any], role: str, n: int, stamp: dt.datetime | None
+    ) -> Message:
+        m = Message(n, n, role, stamp)
+        self._flags(m, rec)
+        mid = msg.get("id")
+        m.message_id = mid if isinstance(mid, str) else ""
+        content = msg.get("content")
+        texts: list[str] = []
+        thinking: list[str] = []
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            blocks = [b for b in content if isinstance(b, (dict, str))]
+            single = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result") == 1
+            for i, block in enumerate(blocks):
+                if isinstance(block, str):
+                    texts.append(block)
+                    continue
+                kind = block.get("type")
+                if kind == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                    thinking.append(block["thinking"])
+                elif kind in ("tool_use", "server_tool_use"):
+                    m.tool_uses.append(self._tool_use(block, n, i))
+                elif kind == "tool_result":
+                    m.tool_results.append(self._tool_result(block, rec, n, single=single))
+                elif kind in ("image", "document"):
+                    m.images += 1
+        m.text = "\n\n".join(s for s in texts if s.strip())
+        m.thinking = "\n\n".join(thinking)
+        m.is_compact_summary = m.is_compact_summary or (role == "user" and m.text.startswith(_COMPACT_PREFIX))
+        return m
+
+    @staticmethod
+    def _flags(m: Message, rec: dict[str, Any]) -> None:
+        m.is_sidechain = rec.get("isSidechain") is True
+        m.is_meta = rec.get("isMeta") is True
+        m.is_compact_summary = rec.get("isCompactSummary") is True
+        m.uuid = rec["uuid"] if isinstance(rec.get("uuid"), str) else ""
+        origin = rec.get("origin")
+        m.origin = origin.get("kind", "") if isinstance(origin, dict) and isinstance(origin.get("kind"), str) else ""
+        m.agent_id = rec["agentId"] if isinstance(rec.get("agentId"), str) else ""
+
+    def _tool_use(self, block: dict[str, Any], n: int, i: int) -> ToolUse:
+        name = block.get("name") if isinstance(block.get("name"), str) else "?"
+        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+        tid = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else ""
+        if not tid:
+            tid = f"line{n}-{i}"
+            self.pending_anonymous.append(tid)
+        self.known_ids.add(tid)
+        return ToolUse(name, args, tid)
+
+    def _tool_result(self, block: dict[str, Any], rec: dict[str, Any], n: int, *, single: bool) -> ToolResult:
+        data = rec.get("toolUseResult") if single else None
+        text = _result_text(block.get("content"))
+        if not text:
+            text = _result_text(block.get("text")) or _result_text(block.get("output"))
+        if not text and isinstance(data, dict):
+            text = "\n".join(s for s in (data.get("stdout"), data.get("stderr")) if isinstance(s, str) and s)
+        is_error = block.get("is_error") is True or (isinstance(data, dict) and data.get("is_error") is True)
+        tid = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else ""
+        if not tid or tid not in self.known_ids:
+            source = rec.get("sourceToolUseID")
+            if isinstance(source, str) and source in self.known_ids:
+                tid = source
+            elif self.pending_anonymous:
+                tid = self.pending_anonymous.popleft()
+        result = ToolResult(tid, text, is_error, data)
+        if tid and tid not in self.t.results:
+            self.t.results[tid] = result
+        return result
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                if isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif block.get("type") == "image":
+                    parts.append("[image]")
+        return "\n".join(parts)
+    return ""

@@ -1,0 +1,122 @@
+"""Raw Claude Code transcripts as the arbitration layer: which ones, and their messages as chunks.
+
+Transcripts live outside the memory root, so they get virtual paths, `transcript:<session-id>`, and their
+line numbers are JSONL lines. They are keyword-indexed only (never embedded) and searched only when a
+query asks for layer "transcript". Only transcripts inside the allowed folders are read: the
+`transcripts.dir` setting, else Claude Code's own `~/.claude/projects` (or `$CLAUDE_CONFIG_DIR/projects`).
+Which ones: every `*.jsonl` directly in `transcripts.dir` when set, plus the transcript each compressed
+session names in its front matter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.parse.markdown import Chunk
+from memory_server.settings import Settings
+from memory_server.files.store import MemoryRoot
+
+PREFIX = "transcript:"
+HEAD_BYTES = 4096  # the front matter of a compressed session fits in this
+
+
+def allowed_dirs(settings: Settings) -> list[Path]:
+    if settings.transcripts.dir:
+        return [Path(settings.transcripts.dir).expanduser().resolve()]
+    config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    return [(config / "projects").resolve()]
+
+
+def confine(path: Path, settings: Settings) -> Path:
+    """The transcript's real path, if it is a .jsonl file inside an allowed folder; else PathRefusedError."""
+    real = Path(path).expanduser().resolve()
+    if real.suffix != ".jsonl":
+        raise PathRefusedError(f"{path} is not a .jsonl transcript")
+    for base in allowed_dirs(settings):
+        if base in real.parents:
+            if not real.is_file():
+                raise NotFoundError(f"transcript {real} no longer exists")
+            return real
+    raise PathRefusedError(
+        f"transcript {real} is outside the transcript folder ({', '.join(map(str, allowed_dirs(settings)))}); "
+        "set transcripts.dir in memory.yaml to the project's transcript folder"
+    )
+
+
+def _named_by_sessions(root: MemoryRoot) -> list[Path]:
+    found = []
+    if not root.sessions_dir.is_dir():
+        return found
+    for dirpath, _dirs, files in os.walk(root.sessions_dir):
+        for name in files:
+            if not name.endswith(".md"):
+                continue
+            try:
+                with open(os.path.join(dirpath, name), "rb") as fh:
+                    head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
+            except OSError:
+                continue
+            for line in head.splitlines()[1:40]:
+                if line.startswith("transcript:"):
+                    value = line.split(":", 1)[1].strip().strip("'\"")
+                    if value:
+                        found.append(Path(value))
+                    break
+                if line.strip() == "---":
+                    break
+    return found
+
+
+def transcript_sources(root: MemoryRoot, settings: Settings) -> dict[str, Path]:
+    """Virtual path -> real transcript file, for every transcript the arbitration layer may search."""
+    candidates: list[Path] = []
+    if settings.transcripts.dir:
+        folder = Path(settings.transcripts.dir).expanduser()
+        if folder.is_dir():
+            candidates.extend(sorted(folder.glob("*.jsonl")))
+    candidates.extend(_named_by_sessions(root))
+    out: dict[str, Path] = {}
+    for candidate in candidates:
+        try:
+            real = confine(candidate, settings)
+        except (PathRefusedError, NotFoundError, OSError):
+            continue
+        out.setdefault(PREFIX + real.stem, real)
+    return out
+
+
+def transcript_chunks(virtual: str, source: Path) -> tuple[list[Chunk], str, str | None]:
+    """(chunks, title, date) for one transcript: a chunk per message with searchable text."""
+    from memory_server.sessions.reader import parse_transcript
+
+    transcript = parse_transcript(source)
+    session = virtual[len(PREFIX) :]
+    title = f"transcript {session}"
+    date = transcript.started.date().isoformat() if transcript.started else None
+    chunks = []
+    for m in transcript.messages:
+        text = m.search_text
+        if not text:
+            continue
+        digest = hashlib.sha1(f"{virtual}\0{m.line}\0{m.end_line}\0{text}".encode("utf-8", "surrogatepass"))
+        when = m.timestamp.date().isoformat() if m.timestamp else date
+        chunks.append(Chunk(digest.hexdigest()[:20], virtual, "transcript", m.line, m.end_line, title, m.role, when, text))
+    return chunks, title, date
+
+
+def read_transcript(source: Path, start_line: int | None, end_line: int | None) -> list[str]:
+    """The messages overlapping JSONL lines start..end, one block per message, for read_memory."""
+    from memory_server.sessions.reader import messages_between
+
+    start = start_line or 1
+    end = end_line or 10**9
+    lines: list[str] = []
+    for m in messages_between(source, start, end):
+        stamp = m.timestamp.isoformat() if m.timestamp else ""
+        lines.append(f"[lines {m.line}-{m.end_line}] {m.role} {stamp}".rstrip())
+        lines.extend(m.search_text.splitlines() or [""])
+        lines.append("")
+    return lines
