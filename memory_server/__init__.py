@@ -9,6 +9,8 @@ ChromaDB indices are derived from the files. The public API:
     hits, mode = memory.search_memory("how do we deploy?")
 """
 
+from typing import TYPE_CHECKING
+
 from memory_server.errors import (
     ConfigError,
     DreamError,
@@ -23,7 +25,6 @@ from memory_server.errors import (
     TranscriptError,
     VectorStoreError,
 )
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memory_server.api import Memory

@@ -12,26 +12,32 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
-from memory_server.index.embedder import Embedder, MiniLMEmbedder
-from memory_server.errors import (
-    ConfigError, LockedError, MemoryServerError, NotFoundError, PathRefusedError, VectorStoreError,
-)
-from memory_server.index.fts import CorruptIndexError, FtsIndex
-from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
-from memory_server.sessions import transcript_layer as transcript_index
 from memory_server.dream.gate import DreamGate
-from memory_server.index.embed_cache import EmbeddingCache, text_key
-from memory_server.parse.markdown import Chunk, iso_date, split_front_matter
-from memory_server.parse.memory_md import check_memory_index, find_topic_paths, memory_index_notes
 from memory_server.dream.recall import RecallLog
-from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
-from memory_server.settings import Settings, load_settings
+from memory_server.errors import (
+    ConfigError,
+    LockedError,
+    MemoryServerError,
+    NotFoundError,
+    PathRefusedError,
+    VectorStoreError,
+)
 from memory_server.files.sqlite import is_damage
 from memory_server.files.store import STATE_DIR, MemoryRoot
+from memory_server.index.embed_cache import EmbeddingCache, text_key
+from memory_server.index.embedder import Embedder, MiniLMEmbedder
+from memory_server.index.fts import CorruptIndexError, FtsIndex
+from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
 from memory_server.index.vectors import VectorIndex
+from memory_server.parse.markdown import Chunk, iso_date, split_front_matter
+from memory_server.parse.memory_md import check_memory_index, find_topic_paths, memory_index_notes
+from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
+from memory_server.sessions import transcript_layer as transcript_index
+from memory_server.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +86,7 @@ class Memory:
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
     @classmethod
-    def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> "Memory":
+    def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> Memory:
         """Open with default settings when memory.yaml is broken, keeping the error for status (the server)."""
         try:
             return cls(root, **kwargs)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 
+from memory_server.api import Memory
 from memory_server.errors import LockedError, MemoryServerError
 from memory_server.index.indexer import IndexCancelled
-from memory_server.api import Memory
 from memory_server.index.watcher import Watcher
 
 log = logging.getLogger(__name__)

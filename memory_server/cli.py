@@ -11,8 +11,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memory_server.errors import MemoryServerError
 
@@ -171,8 +172,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
-    from memory_server.sessions.compress import compress_all, compress_transcript
     from memory_server.files.store import MemoryRoot
+    from memory_server.sessions.compress import compress_all, compress_transcript
 
     root = MemoryRoot(root_path(args))
     written = []
@@ -212,8 +213,8 @@ def cmd_hook(args: argparse.Namespace) -> int:
             if text:
                 print(text)
             return 0
-        from memory_server.sessions.hooks import pre_compact, session_end
         from memory_server.files.store import MemoryRoot
+        from memory_server.sessions.hooks import pre_compact, session_end
 
         handler = session_end if args.event == "session-end" else pre_compact
         handler(payload, MemoryRoot(root))

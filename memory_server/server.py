@@ -17,9 +17,9 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
+from memory_server.api import Memory
 from memory_server.background import Background
 from memory_server.errors import MemoryServerError
-from memory_server.api import Memory
 from memory_server.stdio_guard import exit_on_hangup, repair_stdin
 
 log = logging.getLogger(__name__)

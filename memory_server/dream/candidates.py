@@ -22,10 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_server.dream.recall import content_words
 from memory_server.dream.sessions import SessionDigest, Statement, error_signature, similarity
 from memory_server.dream.topics import HEADING, LESSONS, TopicFile, TopicFinder, topic_words
 from memory_server.search.exact import STOP_WORDS
-from memory_server.dream.recall import content_words
 from memory_server.settings import DreamSettings
 
 CONNECTORS = STOP_WORDS | {"for", "to", "as", "because", "since", "via", "with", "and", "or", "now", "again"}

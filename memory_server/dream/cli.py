@@ -10,8 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from memory_server.errors import MemoryServerError
 
@@ -69,8 +70,8 @@ def _print_json(data: Any) -> None:
 
 def dispatch(args: argparse.Namespace, root: str | os.PathLike[str]) -> int:
     """Run the dream sub-command in `args` on `root`; MemoryServerError propagates (the caller prints it)."""
-    from memory_server.dream.run import run_dream
     from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
+    from memory_server.dream.run import run_dream
 
     action = args.dream_command
     if action == "status":

@@ -20,9 +20,9 @@ from memory_server.dream.candidates import Candidate, term_pattern, topic_text
 from memory_server.dream.patch import Edit
 from memory_server.dream.sessions import BACKTICKED, ERROR_WORDS
 from memory_server.dream.topics import HEADING, LESSONS, TopicFile, split_keep
-from memory_server.parse.markdown import FENCE, LIST_ITEM
 from memory_server.files.scaffold import LESSONS_TEMPLATE
 from memory_server.files.store import MEMORY_INDEX
+from memory_server.parse.markdown import FENCE, LIST_ITEM
 
 LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?)?")
 

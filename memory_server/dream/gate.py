@@ -24,11 +24,12 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from memory_server.settings import DreamSettings, Settings, load_settings
 from memory_server.files.store import DREAM_PENDING, MemoryRoot, atomic_write, layer_of
+from memory_server.settings import DreamSettings, Settings, load_settings
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memory_server.files.crashpoints import crash_point
-from memory_server.dream.patch import check_target
 from memory_server.dream.gate import PROPOSAL_META, DreamGate
+from memory_server.dream.patch import check_target
 from memory_server.errors import DreamError, PathRefusedError
+from memory_server.files.crashpoints import crash_point
 from memory_server.files.store import MemoryRoot, _fsync_dir, atomic_write, remove_stale_temps, sha256_bytes
 
 log = logging.getLogger(__name__)

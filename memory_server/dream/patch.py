@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory_server.files.crashpoints import crash_point
 from memory_server.errors import DreamError, PathRefusedError, StaleProposalError
+from memory_server.files.crashpoints import crash_point
 from memory_server.files.store import MEMORY_INDEX, TOPICS_DIR, _fsync_dir, atomic_write, sha256_bytes
 
 if TYPE_CHECKING:

@@ -23,13 +23,15 @@ import sqlite3
 import threading
 import time
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+
+from memory_server.files.sqlite import is_damage, quarantine
 
 # The same tokens FTS5's unicode61 tokenizer makes, and the stop words keyword search drops.
 from memory_server.search.exact import STOP_WORDS, TOKEN
-from memory_server.files.sqlite import is_damage, quarantine
 
 log = logging.getLogger(__name__)
 

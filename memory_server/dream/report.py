@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from memory_server.dream.candidates import Candidate, Evidence
-from memory_server.dream.patch import Hunk
 from memory_server.dream.gate import format_time
+from memory_server.dream.patch import Hunk
 from memory_server.settings import DreamSettings
 
 KIND_TITLES = {"drift": "policy drift", "decision": "decision", "lesson": "lesson", "stale": "may be stale"}

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from memory_server.dream.run import _read_meta, dream_lock, list_proposals
-from memory_server.dream.patch import Hunk, apply_hunks, parse_diff, write_all_or_nothing
 from memory_server.dream.gate import DreamGate, format_time
 from memory_server.dream.journal import ApplyJournal, pending_journals
+from memory_server.dream.patch import Hunk, apply_hunks, parse_diff, write_all_or_nothing
+from memory_server.dream.run import _read_meta, dream_lock, list_proposals
 from memory_server.dream.topics import split_keep
 from memory_server.errors import ConfigError, DreamError, NotFoundError, StaleProposalError
-from memory_server.settings import Settings, load_settings
 from memory_server.files.store import MemoryRoot, sha256_bytes
+from memory_server.settings import Settings, load_settings
 
 
 def _settings(root: MemoryRoot) -> Settings:

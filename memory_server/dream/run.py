@@ -22,23 +22,24 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from memory_server.dream.candidates import Candidate, gather_lessons, gather_stale, gather_statements
-from memory_server.dream.patch import FilePatch, Hunk, apply_edits, make_patch
 from memory_server.dream.edits import build_changes
 from memory_server.dream.gate import PROPOSAL_META, DreamGate, format_time
 from memory_server.dream.journal import recover, write_meta
+from memory_server.dream.patch import FilePatch, Hunk, apply_edits, make_patch
+from memory_server.dream.recall import RecallLog
 from memory_server.dream.report import render_report
 from memory_server.dream.scoring import knowledge_gaps, passes, score
 from memory_server.dream.sessions import read_sessions, similarity
 from memory_server.dream.topics import TopicFile, TopicFinder, load_topic
 from memory_server.errors import DreamError, LockedError, MemoryServerError, NotFoundError
-from memory_server.dream.recall import RecallLog
-from memory_server.settings import load_settings
 from memory_server.files.store import MEMORY_INDEX, MemoryRoot, atomic_write
+from memory_server.settings import load_settings
 
 log = logging.getLogger(__name__)
 KIND_ORDER = {"drift": 0, "decision": 1, "lesson": 2, "stale": 3}
@@ -173,7 +174,7 @@ def _plan(memory: Any, mroot: MemoryRoot, gate: DreamGate, state: dict[str, Any]
         score(cand, events, ds, now)
     order = sorted(cands, key=lambda c: (KIND_ORDER[c.kind], c.target, c.fingerprint))
     proposed = [c for c in order if c.kind != "stale" and passes(c, ds)]
-    today = dt.datetime.fromtimestamp(now, dt.timezone.utc).date().isoformat()
+    today = dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
     changes = build_changes(proposed, topics, memory_md, today, ds.decisions_topic)
     patches = []
     for path in sorted(changes):

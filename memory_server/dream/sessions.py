@@ -17,9 +17,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from memory_server.parse.markdown import iso_date, parse_document
 from memory_server.dream.recall import content_words
 from memory_server.files.store import FileSkipped, MemoryRoot
+from memory_server.parse.markdown import iso_date, parse_document
 
 KNOWN_SECTIONS = {"goal", "requests", "files", "commands", "errors and fixes", "errors", "decisions", "open at the end"}
 DECISION_SECTIONS = {"decisions"}
@@ -119,7 +119,7 @@ def _timestamp(meta: dict, date: str | None) -> float:
                 value = None
         if isinstance(value, dt.datetime):
             if value.tzinfo is None:
-                value = value.replace(tzinfo=dt.timezone.utc)
+                value = value.replace(tzinfo=dt.UTC)
             return value.timestamp()
     if date:
         return float(calendar.timegm(dt.date.fromisoformat(date).timetuple()))

@@ -21,8 +21,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memory_server.errors import MemoryServerError
 from memory_server.settings import Settings, load_settings

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from memory_server.errors import MemoryServerError, QueryError
-from memory_server.parse.markdown import iso_date, split_front_matter
 from memory_server.dream.recall import content_words
+from memory_server.errors import MemoryServerError, QueryError
+from memory_server.files.store import TOPICS_DIR, sha256_bytes
+from memory_server.parse.markdown import iso_date, split_front_matter
 from memory_server.search.hybrid import search_exact, search_hybrid, validate
 from memory_server.settings import DreamSettings
-from memory_server.files.store import TOPICS_DIR, sha256_bytes
 
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 LESSONS = f"{TOPICS_DIR}/lessons.md"
@@ -78,7 +78,7 @@ def load_topic(path: str, raw: bytes, mtime: float) -> TopicFile | None:
     lines = split_keep(text)
     meta, body_start, _ = split_front_matter([ln.rstrip("\r\n") for ln in lines])
     updated = iso_date(meta.get("updated")) or iso_date(meta.get("date"))
-    modified = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).date().isoformat() if mtime else None
+    modified = dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat() if mtime else None
     date = updated or modified  # `updated` when the front matter has it: a git checkout resets mtimes
     tags = meta.get("tags") or []
     title = str(meta.get("title") or "").strip()

@@ -13,12 +13,12 @@ import re
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
-from memory_server.files.crashpoints import crash_point
 from memory_server.errors import NotFoundError, PathRefusedError, RootError
+from memory_server.files.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ import hashlib
 import logging
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from memory_server.index.embedder import Embedder
 from memory_server.files.sqlite import is_damage, quarantine
+from memory_server.index.embedder import Embedder
 
 log = logging.getLogger(__name__)
 

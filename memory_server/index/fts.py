@@ -12,9 +12,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from memory_server.parse.markdown import Chunk
 

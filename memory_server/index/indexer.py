@@ -14,24 +14,24 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import filelock
 import numpy as np
 
-from memory_server.index.embed_cache import EmbeddingCache
-from memory_server.files.crashpoints import crash_point
-from memory_server.index.embedder import Embedder
 from memory_server.errors import LockedError
+from memory_server.files.crashpoints import crash_point
+from memory_server.files.store import FileSkipped, MemoryRoot, layer_of
+from memory_server.index.embed_cache import EmbeddingCache
+from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
-from memory_server.parse.markdown import EMBED_RECIPE, Chunk, parse_document
-from memory_server.settings import Settings
-from memory_server.files.store import FileSkipped, MemoryRoot, layer_of
-from memory_server.sessions.transcript_layer import transcript_chunks, transcript_sources
 from memory_server.index.vectors import VectorIndex
+from memory_server.parse.markdown import EMBED_RECIPE, Chunk, parse_document
+from memory_server.sessions.transcript_layer import transcript_chunks, transcript_sources
+from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,13 @@ the embedding cache, so no model work for unchanged text). What was repaired goe
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from memory_server.errors import LockedError, VectorStoreError
 from memory_server.index.fts import CorruptIndexError, FtsIndex
-from memory_server.settings import Settings
 from memory_server.index.vectors import VectorIndex
+from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -24,15 +24,16 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
 
-from memory_server.files.crashpoints import crash_point
 from memory_server.errors import LockedError, VectorStoreError
+from memory_server.files.crashpoints import crash_point
 from memory_server.parse.markdown import Chunk
 from memory_server.settings import VectorSettings
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from memory_server.index.fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
 from memory_server.parse.markdown import Chunk

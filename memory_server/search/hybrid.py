@@ -14,18 +14,19 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from memory_server.index.embedder import Embedder
 from memory_server.errors import QueryError, VectorStoreError
+from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FtsIndex
-from memory_server.search.exact import clean_query, exact_search, keyword_candidates, normalise, terms
-from memory_server.parse.markdown import Chunk
-from memory_server.settings import RankingSettings, SearchSettings
 from memory_server.index.vectors import VectorIndex, date_number
+from memory_server.parse.markdown import Chunk
+from memory_server.search.exact import clean_query, exact_search, keyword_candidates, normalise, terms
+from memory_server.settings import RankingSettings, SearchSettings
 
 LAYERS = ("topic", "session", "transcript")
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}

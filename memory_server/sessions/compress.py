@@ -51,12 +51,12 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from memory_server.files.crashpoints import crash_point
-from memory_server.sessions.digest import Digest
 from memory_server.errors import LockedError, MemoryServerError, PathRefusedError, TranscriptError
-from memory_server.sessions.render import render
+from memory_server.files.crashpoints import crash_point
 from memory_server.files.store import MemoryRoot, remove_stale_temps
+from memory_server.sessions.digest import Digest
 from memory_server.sessions.reader import Transcript, parse_transcript_bytes, read_transcript_bytes
+from memory_server.sessions.render import render
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ def _placement(root: MemoryRoot, full: Transcript, parts: list[Part], goal: str)
     """The folder and base file name: beside part 1 for a continuation, else from the session start date."""
     if parts:
         return parts[0].path.parent, _PART_SUFFIX.sub("", parts[0].path.stem)
-    started = full.started or dt.datetime.fromtimestamp(full.path.stat().st_mtime, dt.timezone.utc)
+    started = full.started or dt.datetime.fromtimestamp(full.path.stat().st_mtime, dt.UTC)
     date = started.strftime("%Y-%m-%d")
     return root.sessions_dir / date[:4], f"{date}-{short_id(full.session_id)}-{slugify(goal)}"
 

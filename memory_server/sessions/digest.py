@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_server.sessions.redact import clean
 from memory_server.parse.text import CODE_FENCE, SENTENCE_END, code_span, first_sentence, one_line, relative_path
 from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript, request_text
+from memory_server.sessions.redact import clean
 
 # Bounds that keep each item one line long.
 COMMAND_CHARS, ERROR_CHARS, FIX_CHARS, DECISION_CHARS, TODO_CHARS = 160, 200, 160, 250, 120

@@ -85,7 +85,7 @@ def parse_timestamp(value: Any) -> dt.datetime | None:
     """An aware UTC datetime from an ISO 8601 string or epoch seconds/milliseconds; None when unusable."""
     try:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            stamp = dt.datetime.fromtimestamp(value / 1000 if value > 1e11 else value, dt.timezone.utc)
+            stamp = dt.datetime.fromtimestamp(value / 1000 if value > 1e11 else value, dt.UTC)
         elif isinstance(value, str) and value[:1].isdigit():
             stamp = dt.datetime.fromisoformat(value.strip())
         else:
@@ -93,8 +93,8 @@ def parse_timestamp(value: Any) -> dt.datetime | None:
     except (ValueError, OverflowError, OSError):
         return None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=dt.timezone.utc)
-    return stamp.astimezone(dt.timezone.utc)
+        stamp = stamp.replace(tzinfo=dt.UTC)
+    return stamp.astimezone(dt.UTC)
 
 
 class _Parser:

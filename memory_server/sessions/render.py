@@ -13,9 +13,9 @@ import re
 
 import yaml
 
+from memory_server.parse.text import code_span, one_line
 from memory_server.sessions.digest import Digest
 from memory_server.sessions.redact import redact_secrets
-from memory_server.parse.text import code_span, one_line
 
 # Bounds that keep a summary small (typically under a tenth of its transcript).
 GOAL_CHARS, TITLE_CHARS, REQUEST_CHARS, LAST_REPLY_CHARS = 600, 80, 300, 400

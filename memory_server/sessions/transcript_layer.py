@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 
 from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.files.store import MemoryRoot
 from memory_server.parse.markdown import Chunk
 from memory_server.settings import Settings
-from memory_server.files.store import MemoryRoot
 
 PREFIX = "transcript:"
 HEAD_BYTES = 4096  # the front matter of a compressed session fits in this
