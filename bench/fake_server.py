@@ -14,7 +14,7 @@ import argparse
 import logging
 import sys
 
-from memory_server.index.embedder import FakeEmbedder
+from memory_server.testing import FakeEmbedder
 from memory_server.api import Memory
 from memory_server.server import serve
 

@@ -20,7 +20,8 @@ import time
 from typing import Callable
 
 from memory_server import Memory
-from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder
+from memory_server.index.embedder import MiniLMEmbedder
+from memory_server.testing import FakeEmbedder
 
 LITERAL = re.compile(r"\b[A-Z][A-Z_]{4,}\b|\bE-\d{4}\b|\b\d+\.\d+\.\d+\.\d+\b|\b[a-z]+_[a-z_]+\b")
 

@@ -43,10 +43,11 @@ import corpus as corpus_mod  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
-from memory_server.index.embedder import Embedder, FakeEmbedder, MiniLMEmbedder  # noqa: E402
 from memory_server.api import Memory  # noqa: E402
+from memory_server.files.root import STATE_DIR  # noqa: E402
+from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
+from memory_server.testing import FakeEmbedder  # noqa: E402
 from memory_server.settings import Settings  # noqa: E402
-from memory_server.files.store import STATE_DIR  # noqa: E402
 
 
 class TimedEmbedder:

@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 _LAZY = {"Memory": "api", "Hit": "search.hybrid", "Settings": "settings", "load_settings": "settings"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # Imported on first use, so the hooks and the command line start without numpy or the MCP SDK.
     if name in _LAZY:
         import importlib

@@ -26,14 +26,16 @@ from memory_server.errors import (
     PathRefusedError,
     VectorStoreError,
 )
+from memory_server.files.root import STATE_DIR, MemoryRoot
 from memory_server.files.sqlite import is_damage
-from memory_server.files.store import STATE_DIR, MemoryRoot
 from memory_server.index.embed_cache import EmbeddingCache, text_key
+from memory_server.index.embed_text import embed_text
 from memory_server.index.embedder import Embedder, MiniLMEmbedder
 from memory_server.index.fts import CorruptIndexError, FtsIndex
 from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
 from memory_server.index.vectors import VectorIndex
-from memory_server.parse.markdown import Chunk, iso_date, split_front_matter
+from memory_server.parse.frontmatter import split_front_matter
+from memory_server.parse.markdown import Chunk, iso_date
 from memory_server.parse.memory_md import check_memory_index, find_topic_paths, memory_index_notes
 from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
 from memory_server.sessions import transcript_layer as transcript_index
@@ -46,6 +48,17 @@ T = TypeVar("T")
 READ_MAX_LINES = 400
 REPAIR_WAIT_SECONDS = 30.0
 READ_MAX_CHARS = 24000
+
+
+def in_rank_order(hits: list[Hit]) -> list[Hit]:
+    """Shown scores fall with rank: ranking steps after scoring (diversity, literal tiers) may put a hit
+    below one that scored less, and a list whose scores rise part-way down reads as a mistake."""
+    floor = None
+    for hit in hits:
+        if floor is not None and hit.score > floor:
+            hit.score = floor
+        floor = hit.score
+    return hits
 
 
 class Memory:
@@ -147,7 +160,7 @@ class Memory:
     ) -> list[Hit]:
         """Literal search: the query as typed, then all its terms, then any, by BM25."""
         q = validate(query, k, layers, after, before, self.settings.search)
-        hits = self._keyword_guard(lambda: search_exact(self.fts, q, self.settings.search))
+        hits = in_rank_order(self._keyword_guard(lambda: search_exact(self.fts, q, self.settings.search, self.settings.ranking)))
         self.recall.record("search_exact", query, hits)
         return hits
 
@@ -181,10 +194,34 @@ class Memory:
                 return search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
 
         hits, mode = self._keyword_guard(run)
+        hits = in_rank_order(hits)
         if vectors is not None and vectors.replaced and self.on_repair_needed is not None:
             self.on_repair_needed()  # the vector store vanished under us: have it refilled now
         self.recall.record("search_memory", query, hits)
         return hits, mode
+
+    def search_note(self, mode: str, *, found: bool, semantic: bool = True) -> str | None:
+        """Why an answer may be incomplete (indexing under way, never indexed, semantic side not ready, an
+        empty memory), or None when it is not."""
+        stage, done, total = (self.indexer.progress.get(k) for k in ("stage", "done", "total"))
+        if stage == "reading files" and total:
+            return f"indexing: {done} of {total} files done; keyword results only, so far"
+        if self.fts.counts()["files"] == 0:
+            waiting = sum(1 for _ in self.root.memory_files())
+            if waiting:
+                return (
+                    f"the memory has not been indexed yet ({waiting} files waiting): try again in a few seconds, "
+                    f"or run `memory-server index --root {self.root.path}`"
+                )
+            if not found:
+                return "the memory is empty: no MEMORY.md, topics/*.md or sessions yet"
+        if semantic and mode == "keyword" and self.vectors is not None:
+            if self.vector_error:
+                return f"semantic index unavailable ({self.vector_error}); keyword results only"
+            if stage == "embedding" and total:
+                return f"indexing: {done} of {total} chunks embedded; keyword results only"
+            return "semantic index not ready yet; keyword results only"
+        return None
 
     def _keyword_guard(self, run: Callable[[], T]) -> T:
         """Run a search; if the keyword index turns out to be unreadable (truncated, garbage, deleted under
@@ -210,7 +247,7 @@ class Memory:
         """Stored vectors of chunks, from the embedding cache (no model call)."""
         if self.embedder is None or not chunks:
             return {}
-        keys = {c.id: text_key(self.embedder.name, c.embed_text()) for c in chunks}
+        keys = {c.id: text_key(self.embedder.name, embed_text(c)) for c in chunks}
         found = self.indexer.cache.get_many(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
@@ -348,10 +385,7 @@ class Memory:
         for f in files.values():
             layers[f.layer] = layers.get(f.layer, 0) + 1
         pending = self.pending_files()
-        problems.extend(
-            {"path": name, "status": "skipped", "reason": "its name is not valid UTF-8; rename the file to index it"}
-            for name in self.root.unnameable
-        )
+        problems.extend({"path": path, "status": "skipped", "reason": why} for path, why in self.root.left_out)
         out: dict[str, Any] = {
             "root": str(self.root.path),
             "files": counts["files"],

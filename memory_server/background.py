@@ -33,14 +33,26 @@ class Background:
         memory.on_repair_needed = self._wake.set
         self._thread: threading.Thread | None = None
         self._watcher: Watcher | None = None
-        self._retry: set[str] | None = set()
+        self._begin = threading.Event()  # a search is waiting: skip the start delay
+        self.keyword_ready = threading.Event()  # the first keyword pass has run (or failed)
 
     def start(self) -> None:
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self._run, name="memory-index", daemon=True)
         self._thread.start()
 
+    def wait_for_keyword_pass(self, timeout: float) -> bool:
+        """Start at once if still waiting to start, and wait up to `timeout` for the first keyword pass
+        (on a small root it takes a fraction of a second). False when it is not done (or never started)."""
+        if self._thread is None:
+            return self.keyword_ready.is_set()
+        self._begin.set()
+        return self.keyword_ready.wait(timeout)
+
     def stop(self, timeout: float = 1.5) -> None:
         self._stop.set()
+        self._begin.set()
         self._wake.set()
         self.memory.indexer.cancel.set()
         if self._watcher is not None:
@@ -72,11 +84,20 @@ class Background:
 
     def _run(self) -> None:
         # Let the MCP handshake finish first: indexing competes with it for the interpreter.
-        if self._stop.wait(START_DELAY_SECONDS):
+        self._begin.wait(START_DELAY_SECONDS)
+        if self._stop.is_set():
+            return
+        if self.memory.root.read_only:  # served from its existing index; nothing can be updated there
+            log.warning("the memory root %s is read-only: searching its existing index, not updating it",
+                        self.memory.root.path)
+            self.keyword_ready.set()
             return
         # At start, trust no size or modification time: a file restored with its old time is caught here
         # (reading every file costs well under a second even at 100k chunks).
-        self._sync(None, vectors=False, verify=True)
+        try:
+            self._sync(None, vectors=False, verify=True)
+        finally:
+            self.keyword_ready.set()
         # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
         while not self._sync(None) and not self._stop.wait(INITIAL_RETRY_SECONDS):
             pass

@@ -1,342 +1,214 @@
-"""The `memory-server` command line. `memory-server COMMAND --help` documents each command.
+"""The `memory-server` command line: one click command tree. `memory-server COMMAND --help` documents each.
 
-The memory root comes from --root, else the MEMORY_ROOT environment variable, else the current folder.
-Errors go to stderr with what to do about them, and exit with status 2.
+    memory-server serve | index | search | status | compress | init
+    memory-server hook session-start | session-end | pre-compact     (commands/hook.py)
+    memory-server dream status | run | show | apply | reject         (commands/dream.py)
+
+The only ways in are the `memory-server` script and `python -m memory_server`. The memory root comes from
+--root, else the MEMORY_ROOT environment variable, else the current folder. Errors go to stderr in one line
+with what to do about them, and exit with status 2 (commands/common.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
-import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+import click
+
+from memory_server import __version__
+from memory_server.commands.common import (
+    StageProgress,
+    common_options,
+    echo_json,
+    open_memory,
+    root_path,
+    run,
+)
+from memory_server.commands.dream import dream
+from memory_server.commands.hook import hook
 from memory_server.errors import MemoryServerError
 
-ROOT_HELP = "memory root (default: $MEMORY_ROOT, else the current folder)"
+log = logging.getLogger("memory_server.cli")
+
+LAYERS = ("topic", "session", "transcript")
 
 
-def root_path(args: argparse.Namespace) -> Path:
-    root = getattr(args, "root", None) or os.environ.get("MEMORY_ROOT") or os.getcwd()
-    return Path(root).expanduser()
+@click.group(
+    help="Long-term memory for coding agents: Markdown topics and session summaries, searched over MCP with "
+    "SQLite FTS5 and ChromaDB.",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+)
+@click.version_option(__version__, "--version", prog_name="memory-server", message="%(prog)s %(version)s")
+@common_options
+def cli() -> None:
+    pass
 
 
-def open_memory(args: argparse.Namespace, **kwargs: Any):
-    from memory_server.api import Memory
-
-    return Memory(root_path(args), **kwargs)
+cli.add_command(hook)
+cli.add_command(dream)
 
 
-class ProgressBar:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
+@cli.command(
+    help="Run the MCP server on stdio. Indexes in the background at start, then watches topics/, sessions/ and "
+    "MEMORY.md. Register it with: claude mcp add memory -- memory-server serve --root DIR",
+    short_help="run the MCP server on stdio",
+)
+@common_options
+def serve() -> None:
+    from memory_server.server import serve_root
 
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.shown = False
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        sys.stderr.write(f"\r{stage:<14} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+    serve_root(root_path())
 
 
-# -- commands -------------------------------------------------------------------------------------------
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the MCP server on stdio (what Claude Code starts)."""
-    from memory_server.api import Memory
-    from memory_server.server import serve
-
-    logging.getLogger().setLevel(logging.INFO)
-    memory = Memory.open_lenient(root_path(args))
-    log_to_file(memory.root.state_dir / "logs" / "server.log")
-    logging.getLogger("memory_server").info("serving %s (pid %d)", memory.root.path, os.getpid())
-    serve(memory)
-    return 0
-
-
-SERVER_LOG_MAX_BYTES = 1_000_000
-
-
-def log_to_file(path: Path) -> None:
-    """Also log to `path`: clients hide a server's stderr, and a person debugging needs to see it.
-
-    Several servers may share the file (append mode, one line per write); at start a file over
-    SERVER_LOG_MAX_BYTES is moved to `<name>.1` so it never grows without bound.
-    """
+@cli.command(
+    help="Bring the keyword (FTS5) and semantic (Chroma) indices up to date with the files; only what changed "
+    "is read again. --rebuild starts from nothing (cached embeddings are reused).",
+    short_help="bring the indices up to date",
+)
+@click.option("--rebuild", is_flag=True, help="rebuild the indices from the files")
+@click.option("--keyword-only", is_flag=True, help="update only the keyword index (no model)")
+@click.option("--verify", is_flag=True,
+              help="also read files whose size and time look unchanged, and re-index those that changed")
+@click.option("--wait", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="seconds to wait for another writer")
+@common_options
+def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
+    memory = open_memory(**({"embedder": False} if keyword_only else {}))
+    progress = StageProgress()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and path.stat().st_size > SERVER_LOG_MAX_BYTES:
-            os.replace(path, path.with_name(path.name + ".1"))
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError as exc:
-        logging.getLogger("memory_server").warning("cannot write the server log %s: %s", path, exc)
-        return
-    handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    memory = open_memory(args, **({"embedder": False} if args.keyword_only else {}))
-    bar = ProgressBar()
-    try:
-        report = memory.index(rebuild=args.rebuild, progress=bar, timeout=args.wait, verify=args.verify)
+        report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
     finally:
-        bar.close()
+        progress.close()
         memory.close()
-    print(report.summary())
+    click.echo(report.summary())
     for rel in report.skipped:
-        print(f"skipped: {rel}", file=sys.stderr)
-    return 0
+        click.echo(f"skipped: {rel}", err=True)
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    memory = open_memory(args, **({"embedder": False} if args.exact else {}))
+@cli.command(help="Run the same search the MCP tools run.", short_help="search the memory")
+@click.argument("query")
+@click.option("--exact", is_flag=True, help="literal search (search_exact) instead of search_memory")
+@click.option("--k", "k", type=int, default=None, help="number of hits")
+@click.option("--layer", "layers", multiple=True, type=click.Choice(LAYERS), help="limit to a layer (repeatable)")
+@click.option("--after", metavar="YYYY-MM-DD", help="only hits dated on or after this day")
+@click.option("--before", metavar="YYYY-MM-DD", help="only hits dated on or before this day")
+@click.option("--json", "as_json", is_flag=True, help="print the hits as JSON")
+@common_options
+def search(query: str, exact: bool, k: int | None, layers: tuple[str, ...], after: str | None,
+           before: str | None, as_json: bool) -> None:
+    memory = open_memory(**({"embedder": False} if exact else {}))
     try:
-        layers = args.layer or None
-        if args.exact:
-            hits, mode = memory.search_exact(args.query, args.k, layers, args.after, args.before), "exact"
+        chosen = list(layers) or None
+        if exact:
+            hits, mode = memory.search_exact(query, k, chosen, after, before), "exact"
         else:
-            hits, mode = memory.search_memory(args.query, args.k, layers, args.after, args.before)
+            hits, mode = memory.search_memory(query, k, chosen, after, before)
     finally:
         memory.close()
-    if args.json:
-        print(json.dumps({"hits": [h.to_dict() for h in hits], "mode": mode}, ensure_ascii=False, indent=2))
-        return 0
+    if as_json:
+        echo_json({"hits": [h.to_dict() for h in hits], "mode": mode})
+        return
     if not hits:
-        print("no hits")
+        click.echo("no hits")
     for h in hits:
         where = f"{h.path}:{h.start_line}-{h.end_line}"
         label = f" {h.match}" if h.match else ""
-        print(f"{where}  [{h.layer}{label}] {h.score:.4f}  {h.title}{' > ' + h.heading if h.heading else ''}")
+        heading = f" > {h.heading}" if h.heading else ""
+        click.echo(f"{where}  [{h.layer}{label}] {h.score:.4f}  {h.title}{heading}")
         for line in h.text.splitlines():
-            print(f"    {line}")
-    return 0
+            click.echo(f"    {line}")
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    memory = open_memory(args)
+@cli.command(help="What memory_status returns: counts, index freshness and problems.",
+             short_help="show counts, index freshness and problems")
+@click.option("--json", "as_json", is_flag=True, help="print as JSON")
+@common_options
+def status(as_json: bool) -> None:
+    memory = open_memory()
     try:
-        status = memory.status()
+        info = memory.status()
     finally:
         memory.close()
-    if args.json:
-        print(json.dumps(status, ensure_ascii=False, indent=2))
-        return 0
-    print(f"root: {status['root']}")
-    print(f"files: {status['files']} {status['files_by_layer']}  chunks: {status['chunks']}")
-    kw = status["keyword_index"]
-    print(f"keyword index: {'up to date' if kw['fresh'] else str(kw['pending_count']) + ' files pending'}")
-    sem = status["semantic_index"]
-    print(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}")
-    for p in status["problem_files"]:
-        print(f"{p['status']}: {p['path']}: {p['reason']}")
-    for key in ("config_error",):
-        if key in status:
-            print(f"{key}: {status[key]}")
-    for note in status["notes"]:
-        print(f"note: {note}")
-    return 0
+    if as_json:
+        echo_json(info)
+        return
+    click.echo(f"root: {info['root']}")
+    click.echo(f"files: {info['files']} {info['files_by_layer']}  chunks: {info['chunks']}")
+    kw = info["keyword_index"]
+    click.echo(f"keyword index: {'up to date' if kw['fresh'] else str(kw['pending_count']) + ' files pending'}")
+    sem = info["semantic_index"]
+    click.echo(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}")
+    for p in info["problem_files"]:
+        click.echo(f"{p['status']}: {p['path']}: {p['reason']}")
+    if "config_error" in info:
+        click.echo(f"config_error: {info['config_error']}")
+    for note in info["notes"]:
+        click.echo(f"note: {note}")
 
 
-def cmd_dream(args: argparse.Namespace) -> int:
-    from memory_server.dream import cli as dream_cli
+@cli.command(
+    help="Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL). Never overwrites: an "
+    "unchanged transcript is skipped, a transcript that grew gets a continuation file. --all DIR backfills every "
+    "transcript of a project folder (e.g. ~/.claude/projects/<project>). One transcript that fails does not "
+    "stop the others (the session hooks run this in the background).",
+    short_help="write compressed sessions for Claude Code transcripts",
+)
+@click.argument("transcripts", nargs=-1, metavar="[TRANSCRIPT.jsonl]...")
+@click.option("--all", "all_dir", metavar="DIR", help="compress every transcript under DIR")
+@click.option("--transcript-root", metavar="DIR", help="refuse transcripts outside this folder")
+@click.option("--lock-timeout", type=click.FloatRange(min=0), default=None,
+              help="seconds to wait for another compression (default 60)")
+@common_options
+def compress(transcripts: tuple[str, ...], all_dir: str | None, transcript_root: str | None,
+             lock_timeout: float | None) -> int:
+    from memory_server.files.root import MemoryRoot
+    from memory_server.sessions.compress import LOCK_TIMEOUT, compress_all, compress_transcript
 
-    return int(dream_cli.dispatch(args, root_path(args)) or 0)
+    if not all_dir and not transcripts:
+        raise click.UsageError("give a transcript (.jsonl) to compress, or --all DIR to backfill a project")
+    root = MemoryRoot(root_path())
+    written: list[Path] = []
+    if all_dir:
+        progress = StageProgress()
+        try:
+            written.extend(compress_all(Path(all_dir).expanduser(), root,
+                                        progress=lambda done, total: progress("compressing", done, total)))
+        finally:
+            progress.close()
+    failed = False
+    for transcript in transcripts:  # one bad transcript does not stop the others
+        try:
+            written.extend(compress_transcript(transcript, root, transcript_root=transcript_root,
+                                               lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout))
+        except MemoryServerError as exc:
+            click.echo(f"memory-server: {exc}", err=True)
+            failed = True
+    for path in written:
+        click.echo(root.relpath(path))
+    if not written and not failed:
+        click.echo("nothing new to compress", err=True)
+    return 2 if failed else 0
 
 
-def cmd_init(args: argparse.Namespace) -> int:
+@cli.command(
+    help="Make a memory root (MEMORY.md, CLAUDE.md, topics/, sessions/compressed/, .gitignore) without touching "
+    "any file that exists.",
+    short_help="make a memory root",
+)
+@common_options
+def init() -> None:
     from memory_server.files.scaffold import init_root
 
-    root = root_path(args)
+    root = root_path()
     created = init_root(root)
     if created:
-        print(f"created in {root}: {', '.join(created)}")
+        click.echo(f"created in {root}: {', '.join(created)}")
     else:
-        print(f"{root} is already a memory root; nothing changed")
-    return 0
+        click.echo(f"{root} is already a memory root; nothing changed")
 
 
-def cmd_compress(args: argparse.Namespace) -> int:
-    from memory_server.files.store import MemoryRoot
-    from memory_server.sessions.compress import compress_all, compress_transcript
-
-    root = MemoryRoot(root_path(args))
-    written = []
-    if args.all:
-        bar = ProgressBar()
-        try:
-            written = compress_all(Path(args.all).expanduser(), root, progress=lambda d, t: bar("compressing", d, t))
-        finally:
-            bar.close()
-    for transcript in args.transcripts:
-        written.extend(compress_transcript(Path(transcript).expanduser(), root))
-    if not args.all and not args.transcripts:
-        raise MemoryServerError("give a transcript (.jsonl) to compress, or --all DIR to backfill a project")
-    for path in written:
-        print(root.relpath(path))
-    if not written:
-        print("nothing new to compress", file=sys.stderr)
-    return 0
-
-
-def cmd_hook(args: argparse.Namespace) -> int:
-    """Claude Code hook entry point: read the hook's JSON on stdin; never fail the person's session."""
-    try:
-        raw = sys.stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            raise ValueError("hook input is not a JSON object")
-    except (ValueError, OSError) as exc:
-        print(f"memory-server hook {args.event}: unreadable hook input ({exc}); ignored", file=sys.stderr)
-        return 0
-    try:
-        root = root_path(args)
-        if args.event == "session-start":
-            from memory_server.dream.start_hook import session_start
-
-            text = session_start(payload, root)
-            if text:
-                print(text)
-            return 0
-        from memory_server.files.store import MemoryRoot
-        from memory_server.sessions.hooks import pre_compact, session_end
-
-        handler = session_end if args.event == "session-end" else pre_compact
-        handler(payload, MemoryRoot(root))
-    except Exception as exc:  # a hook must never break the session; say what happened on stderr
-        print(f"memory-server hook {args.event}: {exc}", file=sys.stderr)
-    return 0
-
-
-# -- parser ---------------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
-
-    parser = argparse.ArgumentParser(
-        prog="memory-server",
-        description="Long-term memory for coding agents: Markdown topics and session summaries, "
-        "searched over MCP with SQLite FTS5 and ChromaDB.",
-        parents=[common],
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str, description: str | None = None):
-        p = sub.add_parser(name, help=help, description=description or help, parents=[common])
-        p.set_defaults(func=fn)
-        return p
-
-    add(
-        "serve",
-        cmd_serve,
-        "run the MCP server on stdio",
-        "Run the MCP server on stdio. Indexes in the background at start, then watches topics/, sessions/ "
-        "and MEMORY.md. Register it with: claude mcp add memory -- memory-server serve --root DIR",
-    )
-
-    p = add(
-        "index",
-        cmd_index,
-        "bring the indices up to date",
-        "Bring the keyword (FTS5) and semantic (Chroma) indices up to date with the files; only what "
-        "changed is read again. --rebuild starts from nothing (cached embeddings are reused).",
-    )
-    p.add_argument("--rebuild", action="store_true", help="rebuild the indices from the files")
-    p.add_argument("--keyword-only", action="store_true", help="update only the keyword index (no model)")
-    p.add_argument("--verify", action="store_true",
-                   help="also read files whose size and time look unchanged, and re-index those that changed")
-    p.add_argument("--wait", type=float, default=600.0, help="seconds to wait for another writer (default 600)")
-
-    p = add("search", cmd_search, "search the memory", "Run the same search the MCP tools run.")
-    p.add_argument("query", help="what to look for")
-    p.add_argument("--exact", action="store_true", help="literal search (search_exact) instead of search_memory")
-    p.add_argument("--k", type=int, default=None, help="number of hits")
-    p.add_argument("--layer", action="append", choices=["topic", "session", "transcript"], help="limit to a layer")
-    p.add_argument("--after", help="only hits dated on or after YYYY-MM-DD")
-    p.add_argument("--before", help="only hits dated on or before YYYY-MM-DD")
-    p.add_argument("--json", action="store_true", help="print the hits as JSON")
-
-    p = add("status", cmd_status, "show counts, index freshness and problems", "What memory_status returns.")
-    p.add_argument("--json", action="store_true", help="print as JSON")
-
-    p = add(
-        "compress",
-        cmd_compress,
-        "write compressed sessions for Claude Code transcripts",
-        "Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL). Never overwrites: "
-        "an unchanged transcript is skipped, a transcript that grew gets a continuation file. --all DIR "
-        "backfills every transcript of a project folder (e.g. ~/.claude/projects/<project>).",
-    )
-    p.add_argument("transcripts", nargs="*", help="transcript files (.jsonl)")
-    p.add_argument("--all", metavar="DIR", help="compress every transcript under DIR")
-
-    p = add(
-        "hook",
-        cmd_hook,
-        "Claude Code hook entry points (read the hook JSON on stdin)",
-        "Claude Code hooks. session-start: print a short line when a /dream is due (else nothing). "
-        "session-end and pre-compact: compress the session's transcript in a detached background process "
-        "and return at once. A hook never fails the session: problems go to stderr, exit status 0.",
-    )
-    p.add_argument("event", choices=["session-start", "session-end", "pre-compact"])
-
-    p = add(
-        "dream",
-        cmd_dream,
-        "the /dream consolidation pass and its review",
-        "Consolidate recent sessions into a reviewable diff against topics/ (never applied by itself). "
-        "status: is a dream due and why; run: one pass over the unprocessed sessions; show [ID]: the "
-        "proposal and its report; apply ID [--hunks N,M]: apply it (all or nothing); reject ID [--hunks N,M]: "
-        "reject it (remembered, not proposed again).",
-    )
-    from memory_server.dream import cli as dream_cli
-
-    dream_cli.configure(p, parents=[common])
-
-    add(
-        "init",
-        cmd_init,
-        "make a memory root",
-        "Make a memory root (MEMORY.md, CLAUDE.md, topics/, sessions/compressed/, .gitignore) without "
-        "touching any file that exists.",
-    )
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        stream=sys.stderr,
-        format="memory-server: %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        return int(args.func(args) or 0)
-    except MemoryServerError as exc:
-        print(f"memory-server: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `memory-server` script and `python -m memory_server`: run one command, return its exit status."""
+    return run(cli, argv, "memory-server")

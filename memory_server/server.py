@@ -1,50 +1,99 @@
 """The MCP server: thin tools over `Memory`, on stdio.
 
-The handshake never waits for the model or Chroma: the lifespan only opens the root, then a background
-thread brings the indices up to date and starts the file watcher. Tools answer from what is indexed so
-far; `memory_status` says how far that is.
+The handshake never waits for the model or Chroma: the server only opens the root, then a background
+thread brings the indices up to date and starts the file watcher. A search waits up to a second for the
+first keyword pass (a small root is indexed by then); past that, answers say how far indexing is.
+
+A folder that is not a memory root, a root that does not exist, or a broken memory.yaml does not stop the
+server: it starts, logs why on stderr, and answers every tool with that reason and how to fix it, writing
+nothing. Each call looks again, so `memory-server init` or a fixed memory.yaml takes effect at once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import Field
 
 from memory_server.api import Memory
 from memory_server.background import Background
 from memory_server.errors import MemoryServerError
+from memory_server.files.logs import LOG_DIR, rotate
+from memory_server.settings import Settings
 from memory_server.stdio_guard import exit_on_hangup, repair_stdin
+from memory_server.tool_results import (
+    ReadResult,
+    SearchResult,
+    Status,
+    Topic,
+    TopicList,
+    compact,
+    search_result,
+)
 
 log = logging.getLogger(__name__)
 
 Layer = Literal["topic", "session", "transcript"]
 F = TypeVar("F", bound=Callable[..., Any])
 
-INSTRUCTIONS = """\
-Long-term memory for this project, kept as Markdown files.
-Precedence when sources disagree: topics (curated current truth) > compressed sessions (what happened in
-past sessions; good for recall, not authoritative) > raw transcripts (arbitration only).
-Use search_memory for questions in your own words, search_exact for literal strings (IPs, error codes,
-identifiers, phrases), then read_memory on a hit's path and lines for the full text. Results are short on
-purpose: read only what you need."""
+FIRST_PASS_WAIT_SECONDS = 1.0  # a search waits this long for the first keyword pass of a fresh server
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+INSTRUCTIONS = (
+    "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
+    "truth) > sessions (what happened in past sessions) > transcripts (raw, for arbitration only). "
+    "search_memory for questions in your own words, search_exact for literal strings, then read_memory on a "
+    "hit's path and lines for more. Results are short on purpose: read only what you need."
+)
+
+DESCRIPTIONS = {
+    "search_memory": (
+        "Search memory by meaning, for questions in your own words (\"what did we decide about retries?\"). "
+        "Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file. "
+        "A topic hit (curated truth) wins over a session hit (a past session)."
+    ),
+    "search_exact": (
+        "Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is. "
+        "match says phrase (contains the query), all_terms or any_terms. Add layer \"transcript\" only to "
+        "settle a disagreement."
+    ),
+    "read_memory": (
+        "Read lines of a memory file: the text behind a hit and around it. path as in hits; start_line and "
+        "end_line 1-based, inclusive (omit for the whole file, up to 400 lines)."
+    ),
+    "list_topics": "List the curated topic files (title, description, updated, tags): what the memory knows for sure.",
+    "memory_status": (
+        "Health of the memory: counts, index freshness and progress, skipped files and why, config errors, "
+        "whether a /dream is due."
+    ),
+}
+
+Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
+K = Annotated[int, Field(description="number of hits; keep it small")]
+Layers = Annotated[list[Layer] | None, Field(description="default: topic and session")]
+After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
+Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def tool_errors(fn: F) -> F:
-    """Turn our errors into tool errors the model can read; anything else is logged and reported plainly."""
+    """Our errors become tool errors the model can read; anything else is logged and reported plainly.
+    A typed result is sent as compact JSON (structured content and text alike)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            return compact(fn(*args, **kwargs))
         except MemoryServerError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:  # a bug: say so instead of failing silently
@@ -56,99 +105,203 @@ def tool_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def build_server(memory: Memory, *, background: bool = True, watch: bool = True) -> MCPServer:
-    """An MCPServer whose tools search and read `memory`."""
-    worker = Background(memory, watch=watch)
+class MemoryGate:
+    """The memory the tools answer from, opened once the root can be served; until then, why not.
+
+    `open_memory` raises a MemoryServerError (not a memory root, missing, broken memory.yaml) whose message
+    says what to do. Every `get()` before success tries again, so fixing the root needs no restart.
+    """
+
+    def __init__(self, root: Path, open_memory: Callable[[Path], Memory], on_open: Callable[[Memory], None]) -> None:
+        self.root = root
+        self._open_memory = open_memory
+        self._on_open = on_open
+        self._lock = threading.Lock()
+        self.memory: Memory | None = None
+        self.refusal: str | None = None
+        self.closed = False
+
+    def get(self) -> Memory:
+        with self._lock:
+            if self.memory is not None:
+                return self.memory
+            if self.closed:
+                raise ToolError("the memory server is shutting down")
+            try:
+                memory = self._open_memory(self.root)
+            except MemoryServerError as exc:
+                if str(exc) != self.refusal:
+                    log.error("cannot serve %s: %s", self.root, exc)
+                self.refusal = str(exc)
+                raise
+            self.memory, self.refusal = memory, None
+            log.info("serving %s", memory.root.path)
+        self._on_open(memory)
+        return memory
+
+    def try_open(self) -> Memory | None:
+        try:
+            return self.get()
+        except MemoryServerError:
+            return None
+
+
+def build_server(
+    memory: Memory | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    open_memory: Callable[[Path], Memory] = Memory,
+    background: bool = True,
+    watch: bool = True,
+) -> MCPServer:
+    """An MCPServer whose tools search and read `memory`, or the memory at `root` once it can be opened."""
+    if memory is None and root is None:
+        raise ValueError("build_server needs a Memory or a root")
+    workers: list[Background] = []
+    started = threading.Event()
+
+    def start_worker(opened: Memory) -> None:
+        worker = Background(opened, watch=watch)
+        workers.append(worker)
+        if background and started.is_set():
+            worker.start()
+
+    gate = MemoryGate(Path(root) if root is not None else Path("."), open_memory, start_worker)
+    if memory is not None:
+        gate.memory = memory
+        start_worker(memory)
+    else:
+        gate.try_open()
+    defaults = gate.memory.settings if gate.memory is not None else Settings()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        started.set()
         if background:
-            worker.start()
+            for worker in workers:
+                worker.start()
         try:
-            yield {"memory": memory}
+            yield {}
         finally:
-            worker.stop()
-            memory.close()
+            with gate._lock:
+                gate.closed = True
+            for worker in workers:
+                worker.stop()
+            if gate.memory is not None:
+                gate.memory.close()
 
-    mcp = MCPServer("memory", instructions=INSTRUCTIONS, lifespan=lifespan)
+    instructions = INSTRUCTIONS if gate.refusal is None else f"Memory is not available here: {gate.refusal}"
+    mcp = MCPServer("memory", instructions=instructions, lifespan=lifespan)
 
-    @mcp.tool(annotations=READ_ONLY)
+    def ready() -> Memory:
+        opened = gate.get()
+        if workers and not workers[0].keyword_ready.is_set():
+            workers[0].wait_for_keyword_pass(FIRST_PASS_WAIT_SECONDS)
+        return opened
+
+    @mcp.tool(description=DESCRIPTIONS["search_memory"], annotations=READ_ONLY)
     @tool_errors
     def search_memory(
-        query: str,
-        k: int = memory.settings.search.default_k,
-        layers: list[Layer] | None = None,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> dict[str, Any]:
-        """Search the project's long-term memory by meaning: use this for questions in your own words
-        ("what did we decide about retries?", "how is the build deployed?"). Finds passages even when they
-        use different words, and also weighs exact keyword matches.
-
-        Each hit has path, start_line, end_line, layer, title, heading, date, score and a short text. Layer
-        "topic" is curated current truth and wins over "session" (what happened in a past session). Call
-        read_memory(path, start_line, end_line) for more of a hit.
-
-        query: the question or description. k: how many hits (default small; raise it only if needed).
-        layers: limit to "topic" and/or "session". after/before: YYYY-MM-DD dates, inclusive.
-        """
+        query: Query, k: K = defaults.search.default_k, layers: Layers = None, after: After = None,
+        before: Before = None,
+    ) -> SearchResult:
+        memory = ready()
         hits, mode = memory.search_memory(query, k, layers, after, before)
-        out: dict[str, Any] = {"hits": [h.to_dict() for h in hits], "mode": mode}
-        if mode == "keyword" and memory.vectors is not None:
-            why = f"unavailable ({memory.vector_error})" if memory.vector_error else "not ready yet"
-            out["note"] = f"semantic index {why}; these hits come from keyword search"
-        return out
+        return search_result(hits, mode=mode, note=memory.search_note(mode, found=bool(hits)))
 
-    @mcp.tool(annotations=READ_ONLY)
+    @mcp.tool(description=DESCRIPTIONS["search_exact"], annotations=READ_ONLY)
     @tool_errors
     def search_exact(
-        query: str,
-        k: int = memory.settings.search.default_k,
-        layers: list[Layer] | None = None,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> dict[str, Any]:
-        """Find literal text in the memory: IP addresses, error codes, identifiers like SAVE_CONFIG,
-        function names, file names, exact phrases. Any text is accepted as-is (quotes, *, -, :, AND, OR are
-        plain characters here). Hits whose `match` is "phrase" contain the query itself; then come hits with
-        all its terms ("all_terms"), then with some ("any_terms").
-
-        Use search_memory instead for questions in your own words. Layers default to topics and sessions;
-        add "transcript" to search raw Claude Code transcripts (only to settle a disagreement).
-        """
+        query: Query, k: K = defaults.search.default_k, layers: Layers = None, after: After = None,
+        before: Before = None,
+    ) -> SearchResult:
+        memory = ready()
         hits = memory.search_exact(query, k, layers, after, before)
-        return {"hits": [h.to_dict() for h in hits]}
+        return search_result(hits, note=memory.search_note("keyword", found=bool(hits), semantic=False))
 
-    @mcp.tool(annotations=READ_ONLY)
+    @mcp.tool(description=DESCRIPTIONS["read_memory"], annotations=READ_ONLY)
     @tool_errors
-    def read_memory(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
-        """Read lines of a memory file: the text behind a search hit and around it. `path` is relative to
-        the memory root, as in hits; start_line/end_line are 1-based and inclusive (omit them for the whole
-        file, up to 400 lines per call)."""
-        return memory.read(path, start_line, end_line)
+    def read_memory(path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
+        return ReadResult.model_validate(gate.get().read(path, start_line, end_line))
 
-    @mcp.tool(annotations=READ_ONLY)
+    @mcp.tool(description=DESCRIPTIONS["list_topics"], annotations=READ_ONLY)
     @tool_errors
-    def list_topics() -> dict[str, Any]:
-        """List the curated topic files (title, description, updated date, tags): the map of what the
-        memory knows for sure. Read one with read_memory."""
-        return {"topics": memory.list_topics()}
+    def list_topics() -> TopicList:
+        topics = [Topic.model_validate({k: v for k, v in t.items() if v}) for t in gate.get().list_topics()]
+        return TopicList(topics=topics)
 
-    @mcp.tool(annotations=READ_ONLY)
+    @mcp.tool(description=DESCRIPTIONS["memory_status"], annotations=READ_ONLY)
     @tool_errors
-    def memory_status() -> dict[str, Any]:
-        """Health of the memory: file and chunk counts, whether the indices are up to date, files that were
-        skipped or degraded (and why), background indexing progress, and whether a /dream is due."""
-        return memory.status()
+    def memory_status() -> Status:
+        return Status.model_validate(gate.get().status())
 
+    for tool in mcp._tool_manager.list_tools():  # the SDK offers no public hook for the published schemas
+        drop_titles(tool.parameters)
+        drop_titles(tool.output_schema)
     return mcp
 
 
+def drop_titles(schema: Any) -> None:
+    """Remove the titles pydantic derives from names ("Query" for `query`): they repeat the property
+    names in every tools/list. A property that is itself called `title` stays."""
+    if isinstance(schema, dict):
+        schema.pop("title", None)
+        for key, value in schema.items():
+            if key in ("properties", "$defs") and isinstance(value, dict):
+                for sub in value.values():
+                    drop_titles(sub)
+            else:
+                drop_titles(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            drop_titles(item)
+
+
+def log_to_file(path: Path) -> None:
+    """Also log to `path` (rotated once past its size limit): clients hide a server's stderr, and a person
+    debugging needs to see it."""
+    try:
+        rotate(path)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        log.warning("cannot write the server log %s: %s", path, exc)
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+
+
 def serve(memory: Memory) -> None:
-    """Run the MCP server on stdio until the client closes stdin; gone within two seconds of that even
-    when a request is stuck (see stdio_guard.py)."""
-    server = build_server(memory)
+    """Run the MCP server for an opened `memory` on stdio (benchmarks pass their own)."""
+    _run(build_server(memory), memory.indexer.cancel.set)
+
+
+def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memory] = Memory) -> None:
+    """`memory-server serve`: run the MCP server for `root` on stdio until the client closes stdin; gone
+    within two seconds of that even when a request is stuck (see stdio_guard.py). A root that cannot be
+    served is logged on stderr here and reported by every tool."""
+    logging.getLogger().setLevel(logging.INFO)
+    path = Path(root).expanduser()
+    opened: list[Memory] = []
+
+    def open_and_log(where: Path) -> Memory:
+        memory = open_memory(where)
+        if not opened:
+            log_to_file(memory.root.state_dir / LOG_DIR / "server.log")
+            log.info("memory server for %s (pid %d)", memory.root.path, os.getpid())
+        opened.append(memory)
+        return memory
+
+    server = build_server(root=path, open_memory=open_and_log)
+
+    def cancel() -> None:
+        for memory in opened:
+            memory.indexer.cancel.set()
+
+    _run(server, cancel)
+
+
+def _run(server: MCPServer, on_hangup: Callable[[], None]) -> None:
     repair_stdin()
-    exit_on_hangup(memory.indexer.cancel.set)
+    exit_on_hangup(on_hangup)
     server.run("stdio")
     log.info("client closed the connection; server stopped")

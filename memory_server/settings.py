@@ -1,206 +1,345 @@
-"""Settings: defaults, overridden by `<root>/memory.yaml`.
+"""Settings: typed models with checked ranges, read from the defaults, a user-level config and `<root>/memory.yaml`.
 
 Every ranking weight is a named setting here; the LoCoMo benchmark (bench/locomo.py) chose the defaults.
-Unknown keys are an error (a typo should not silently do nothing).
+Unknown keys and values out of range are refused when the settings are loaded, naming the key, the value
+and what is allowed (a typo should not silently do nothing, and a bad value should not fail later).
+
+Where settings come from, later ones winning:
+
+1. the defaults below;
+2. the user-level config: `$MEMORY_SERVER_CONFIG`, else `$XDG_CONFIG_HOME/memory-server/config.yaml`
+   (`~/.config/memory-server/config.yaml`); same sections as memory.yaml;
+3. the memory root's `memory.yaml` (usually committed with the repository);
+4. environment variables: MEMORY_TRANSCRIPTS_DIR (transcripts.dir), MEMORY_VECTORS_URL (vectors.url, and
+   backend http), MEMORY_VECTORS_TOKEN (vectors.token).
+
+Trust boundary: anyone who can commit to a repository can change its memory.yaml, so settings that reach
+outside the root come only from the user (2 and 4): `transcripts.dir` anywhere but this project's own Claude
+Code folder, and the http vector backend (which sends embeddings and file paths to a server). A memory.yaml
+that sets them is refused with a ConfigError saying where to put them instead.
 
     # memory.yaml
     search:
       default_k: 6
     ranking:
       semantic_weight: 1.0
-    vectors:
-      backend: http          # use a Chroma server instead of the embedded store
-      url: http://127.0.0.1:8000
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory_server.errors import ConfigError
-from memory_server.files.store import DEFAULT_MAX_FILE_BYTES, SETTINGS_FILE
+from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
+from memory_server.files.root import SETTINGS_FILE
+
+USER_CONFIG_ENV = "MEMORY_SERVER_CONFIG"
+TRANSCRIPTS_DIR_ENV = "MEMORY_TRANSCRIPTS_DIR"
+VECTORS_URL_ENV = "MEMORY_VECTORS_URL"
+VECTORS_TOKEN_ENV = "MEMORY_VECTORS_TOKEN"
 
 
-@dataclass
-class IndexSettings:
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    max_chunk_chars: int = 1500  # longer blocks are split on line boundaries
-    watch_debounce_seconds: float = 0.3
+class _Section(BaseModel):
+    # strict: "5" is not a number and 1 is not true; assignment is not re-checked (tests and benchmarks tune
+    # values in place)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
-@dataclass
-class SearchSettings:
-    default_k: int = 6
-    max_k: int = 50
-    hit_chars: int = 700  # text of one hit is cut to this many characters around the match
-    budget_chars: int = 5000  # all hits' text together (about 1,250 tokens plus metadata)
-    candidate_pool: int = 60  # candidates taken from each retriever before fusion
+class IndexSettings(_Section):
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+    max_chunk_chars: int = Field(default=1500, ge=50)  # longer blocks are split on line boundaries
+    watch_debounce_seconds: float = Field(default=0.3, ge=0)
 
 
-@dataclass
-class RankingSettings:
+class SearchSettings(_Section):
+    default_k: int = Field(default=6, ge=1)
+    max_k: int = Field(default=50, ge=1, le=1000)
+    hit_chars: int = Field(default=700, ge=1)  # text of one hit is cut to this many characters around the match
+    budget_chars: int = Field(default=5000, ge=1)  # all hits' text together (about 1,250 tokens plus metadata)
+    candidate_pool: int = Field(default=60, ge=1)  # candidates taken from each retriever before fusion
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> SearchSettings:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) must be at most max_k ({self.max_k})")
+        return self
+
+
+class RankingSettings(_Section):
     # "score": each list's scores normalised (cosine min-max over the pool, BM25 / best BM25) and summed
     # with the weights below; "rrf": reciprocal-rank fusion with constant rrf_k. LoCoMo chose "score".
-    fusion: str = "score"
-    rrf_k: float = 60.0
-    semantic_weight: float = 0.7
-    keyword_weight: float = 1.0
+    fusion: Literal["score", "rrf"] = "score"
+    rrf_k: float = Field(default=60.0, gt=0)
+    semantic_weight: float = Field(default=0.7, ge=0)
+    keyword_weight: float = Field(default=1.0, ge=0)
     # Session routing: a chunk gains file_weight x (its file's summed top-`file_top` scores, relative to the
     # best file's) x the best fused score, so passages from the file that answers best rise together.
-    file_weight: float = 0.5
-    file_top: int = 3
+    file_weight: float = Field(default=0.5, ge=0)
+    file_top: int = Field(default=3, ge=1)
     # Context: the passages just before and after a strong candidate gain neighbour_weight x its score
     # (the answer often sits next to the passage that matches the question's words).
-    neighbour_weight: float = 0.3
-    neighbour_sources: int = 40  # how many of the best candidates lend weight to their neighbours
+    neighbour_weight: float = Field(default=0.3, ge=0)
+    neighbour_sources: int = Field(default=40, ge=0)  # how many of the best candidates lend weight to their neighbours
     # Precedence: the fused score is multiplied by (1 + bonus) per layer, so on equal relevance a curated
     # topic beats a session, and a session a transcript.
-    topic_bonus: float = 0.05
-    session_bonus: float = 0.0
-    transcript_bonus: float = -0.05
-    recency_weight: float = 0.1  # share of a session's score that decays with age (topics never decay)
-    recency_half_life_days: float = 90.0
-    mmr_weight: float = 0.2  # diversity: penalty for resembling a hit already chosen (x best score x cosine)
+    topic_bonus: float = Field(default=0.05, gt=-1)
+    session_bonus: float = Field(default=0.0, gt=-1)
+    transcript_bonus: float = Field(default=-0.05, gt=-1)
+    recency_weight: float = Field(default=0.1, ge=0, le=1)  # share of a session's score that decays with age
+    recency_half_life_days: float = Field(default=90.0, gt=0)
+    mmr_weight: float = Field(default=0.2, ge=0)  # diversity: penalty for resembling a hit already chosen
     # Diversity by file: one file gets max(file_quota, file_share x k) hits before same_file_penalty applies
     # to its further hits; so a default answer never holds five chunks of one file while others are relevant.
-    file_quota: int = 4
-    file_share: float = 0.5
-    same_file_penalty: float = 0.5
-    duplicate_similarity: float = 0.97  # hits more similar than this to a chosen one are dropped
+    file_quota: int = Field(default=4, ge=1)
+    file_share: float = Field(default=0.5, ge=0, le=1)
+    same_file_penalty: float = Field(default=0.5, ge=0, le=1)
+    duplicate_similarity: float = Field(default=0.97, ge=0)  # hits more similar than this to a chosen one are dropped
+    # Keyword scores are BM25 / max(best BM25, keyword_floor x the BM25 of a word found in one chunk only):
+    # when the query's only matches are common words, the keyword signal stays small instead of reaching 1.
+    keyword_floor: float = Field(default=1.0, ge=0)
+    phrase_bonus: float = Field(default=1.0, ge=0)  # a chunk holding the query itself (2+ tokens) gains this x keyword_weight
+    context_weight: float = Field(default=0.1, ge=0)  # query words only in a chunk's title/heading: this x keyword_weight x share
+    assistant_weight: float = Field(default=0.6, ge=0, le=1)  # in sessions, the assistant's lines weigh this share of the user's
 
 
-@dataclass
-class EmbeddingSettings:
+class EmbeddingSettings(_Section):
     model_dir: str | None = None  # folder with model.onnx + tokenizer.json; default: the installed package
-    batch_size: int = 32
-    threads: int | None = None
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    threads: int | None = Field(default=None, ge=1)
+
+    @field_validator("model_dir")
+    @classmethod
+    def _expand(cls, value: str | None) -> str | None:
+        return os.path.expanduser(value) if value else value
 
 
-@dataclass
-class VectorSettings:
-    backend: str = "persistent"  # "persistent" (under .memory/chroma) or "http" (a Chroma server)
+class VectorSettings(_Section):
+    backend: Literal["persistent", "http"] = "persistent"  # under .memory/chroma, or a Chroma server
     url: str | None = None  # for http: e.g. http://127.0.0.1:8000
     token: str | None = None  # for http: sent as a bearer token (hosted Chroma)
-    collection: str = "memory"
+    collection: str = Field(default="memory", min_length=1, max_length=512)
+
+    @model_validator(mode="after")
+    def _http_needs_url(self) -> VectorSettings:
+        if self.backend == "http" and not self.url:
+            raise ValueError(f"backend http needs a url (set {VECTORS_URL_ENV} or vectors.url in the user config)")
+        return self
 
 
-@dataclass
-class TranscriptSettings:
+class TranscriptSettings(_Section):
     # Claude Code's transcripts for this project; searched only when a query asks for layer "transcript".
     dir: str | None = None
 
+    @field_validator("dir")
+    @classmethod
+    def _expand(cls, value: str | None) -> str | None:
+        return os.path.expanduser(value) if value else value
 
-@dataclass
-class DreamSettings:
+
+class DreamSettings(_Section):
     # The due-gate: a dream is due when both hold.
-    min_hours: float = 24.0  # since the last dream
-    min_sessions: int = 5  # compressed sessions closed since (not yet processed by a dream)
-    lock_wait_seconds: float = 5.0  # a second `dream run` waits this long for the first, then gives up
+    min_hours: float = Field(default=24.0, ge=0)  # since the last dream
+    min_sessions: int = Field(default=5, ge=0)  # compressed sessions closed since (not yet processed by a dream)
+    lock_wait_seconds: float = Field(default=5.0, ge=0)  # a second `dream run` waits this long for the first
     # Scoring: score = prior of the kind + sum of weight * signal (each signal in 0..1); proposed when
     # score >= min_score (and, for lessons, the error shows in lesson_min_sessions sessions or more).
-    min_score: float = 0.5
-    prior_drift: float = 0.4  # a session contradicts what a topic says today
-    prior_lesson: float = 0.25  # an error that recurs in several sessions
-    prior_decision: float = 0.1  # a decision or rule stated in a session
-    prior_stale: float = 0.0  # a topic whose subject keeps coming up while it does not change
-    weight_support: float = 0.4  # sessions that support the candidate, / support_cap
-    weight_recency: float = 0.25  # halves every recency_half_life_days since the newest evidence
-    weight_recall_count: float = 0.15  # searches whose hits held the evidence, / recall_count_cap
-    weight_recall_quality: float = 0.1  # how high those hits scored, relative to the best hit of the search
-    weight_distinct_queries: float = 0.1  # distinct query keys among those searches, / distinct_queries_cap
-    weight_rule: float = 0.1  # 1 when a decision is stated as a standing rule ("from now on", "always", "never")
-    support_cap: int = 3
-    recall_count_cap: int = 5
-    distinct_queries_cap: int = 3
-    recency_half_life_days: float = 30.0
+    min_score: float = Field(default=0.5, ge=0)
+    prior_drift: float = Field(default=0.4, ge=0)  # a session contradicts what a topic says today
+    prior_lesson: float = Field(default=0.25, ge=0)  # an error that recurs in several sessions
+    prior_decision: float = Field(default=0.1, ge=0)  # a decision or rule stated in a session
+    prior_stale: float = Field(default=0.0, ge=0)  # a topic whose subject keeps coming up while it does not change
+    weight_support: float = Field(default=0.4, ge=0)  # sessions that support the candidate, / support_cap
+    weight_recency: float = Field(default=0.25, ge=0)  # halves every recency_half_life_days since the newest evidence
+    weight_recall_count: float = Field(default=0.15, ge=0)  # searches whose hits held the evidence, / recall_count_cap
+    weight_recall_quality: float = Field(default=0.1, ge=0)  # how high those hits scored, relative to the best hit
+    weight_distinct_queries: float = Field(default=0.1, ge=0)  # distinct query keys among those, / distinct_queries_cap
+    weight_rule: float = Field(default=0.1, ge=0)  # 1 when a decision is a standing rule ("from now on", "always")
+    support_cap: int = Field(default=3, ge=1)
+    recall_count_cap: int = Field(default=5, ge=1)
+    distinct_queries_cap: int = Field(default=3, ge=1)
+    recency_half_life_days: float = Field(default=30.0, gt=0)
     # Gathering.
-    lesson_min_sessions: int = 2  # an error becomes a lesson when it shows in this many sessions
-    error_similarity: float = 0.5  # share of content words two error lines must share to be "the same"
-    topic_match_min: float = 0.3  # share of a statement's content words a topic section must hold
-    topic_semantic_min: float = 0.5  # or: cosine similarity of statement and topic section (semantic)
-    rewrite_similarity: float = 0.5  # a statement sharing this share of words with a topic line updates that line
-    decisions_topic: str = "decisions"  # new topic for decisions no existing topic matches
-    stale_min_sessions: int = 3  # sessions mentioning a topic's subject since it last changed
-    stale_min_days: float = 14.0  # and the topic is at least this old
-    gap_min_asks: int = 3  # a query asked this often that never found anything good is a knowledge gap
-    gap_min_coverage: float = 0.5  # "good": a hit holding this share of the query's content words
-    recall_max_events: int = 5000  # the recall log keeps this many latest searches
+    lesson_min_sessions: int = Field(default=2, ge=1)  # an error becomes a lesson when it shows in this many sessions
+    error_similarity: float = Field(default=0.5, ge=0, le=1)  # share of content words two error lines must share
+    topic_match_min: float = Field(default=0.3, ge=0, le=1)  # share of a statement's content words a section must hold
+    topic_semantic_min: float = Field(default=0.5, ge=-1, le=1)  # or: cosine of statement and topic section
+    rewrite_similarity: float = Field(default=0.5, ge=0, le=1)  # this share of words shared with a line updates it
+    decisions_topic: str = Field(default="decisions", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # new topic's name
+    stale_min_sessions: int = Field(default=3, ge=1)  # sessions mentioning a topic's subject since it last changed
+    stale_min_days: float = Field(default=14.0, ge=0)  # and the topic is at least this old
+    gap_min_asks: int = Field(default=3, ge=1)  # a query asked this often that never found anything good is a gap
+    gap_min_coverage: float = Field(default=0.5, ge=0, le=1)  # "good": a hit holding this share of the query's words
+    recall_max_events: int = Field(default=5000, ge=1)  # the recall log keeps this many latest searches
+    # The agent's pass (gather -> items -> propose).
+    max_hunks: int = Field(default=5, ge=1)  # a proposal shows at most this many hunks; the rest wait in its report
+    pack_session_tokens: int = Field(default=2500, ge=100)  # evidence pack: at most this many tokens per session
+    pack_topic_lines: int = Field(default=60, ge=0)  # evidence pack: topic lines that share identifiers with it
 
 
-@dataclass
-class Settings:
-    index: IndexSettings = field(default_factory=IndexSettings)
-    search: SearchSettings = field(default_factory=SearchSettings)
-    ranking: RankingSettings = field(default_factory=RankingSettings)
-    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
-    vectors: VectorSettings = field(default_factory=VectorSettings)
-    transcripts: TranscriptSettings = field(default_factory=TranscriptSettings)
-    dream: DreamSettings = field(default_factory=DreamSettings)
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    ranking: RankingSettings = Field(default_factory=RankingSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
+    transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    dream: DreamSettings = Field(default_factory=DreamSettings)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
 
-def load_settings(root: Path) -> Settings:
-    """Read `<root>/memory.yaml` over the defaults; raise ConfigError naming the file and key at fault."""
-    path = Path(root) / SETTINGS_FILE
+# -- loading --------------------------------------------------------------------------------------------
+
+
+def load_settings(root: Path | str) -> Settings:
+    """Defaults, then the user config, then `<root>/memory.yaml`, then the environment (see the module
+    docstring); raise ConfigError naming the file, the key and the value at fault."""
     settings = Settings()
-    if not path.exists():
-        return settings
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid YAML ({exc}); fix it or delete it to use the defaults") from exc
-    if raw is None:
-        return settings
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must be a mapping of sections (index, search, ranking, ...)")
-    apply_overrides(settings, raw, source=str(path))
+    user_file = user_config_path()
+    if user_file is not None:
+        user_raw = _read_yaml(user_file, required=bool(os.environ.get(USER_CONFIG_ENV)))
+        apply_overrides(settings, user_raw, source=str(user_file))
+    path = Path(root) / SETTINGS_FILE
+    if path.exists():
+        raw = _read_yaml(path, required=True)
+        check_repository_settings(raw, Path(root), source=str(path))
+        apply_overrides(settings, raw, source=str(path))
+    apply_overrides(settings, environment_overrides(), source="the environment")
     return settings
 
 
-def apply_overrides(settings: Settings, raw: dict[str, Any], *, source: str = "settings") -> None:
-    """Apply a nested mapping onto `settings`, type-checking each value."""
-    for section_name, values in raw.items():
-        section = getattr(settings, str(section_name), None)
-        if section is None or not dataclasses.is_dataclass(section):
-            known = ", ".join(f.name for f in dataclasses.fields(settings))
-            raise ConfigError(f"{source}: unknown section {section_name!r}; known sections: {known}")
-        if values is None:
-            continue
-        if not isinstance(values, dict):
-            raise ConfigError(f"{source}: section {section_name!r} must be a mapping")
-        fields = {f.name: f for f in dataclasses.fields(section)}
-        for key, value in values.items():
-            if key not in fields:
-                raise ConfigError(
-                    f"{source}: unknown setting {section_name}.{key}; known: {', '.join(sorted(fields))}"
-                )
-            default = getattr(type(section)(), key)
-            setattr(section, key, _coerce(value, default, f"{section_name}.{key}", source))
+def user_config_path() -> Path | None:
+    """The user-level config file: $MEMORY_SERVER_CONFIG, else $XDG_CONFIG_HOME (~/.config)/memory-server/
+    config.yaml; None when that default file does not exist."""
+    named = os.environ.get(USER_CONFIG_ENV)
+    if named:
+        return Path(named).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
+    path = base / "memory-server" / "config.yaml"
+    return path if path.is_file() else None
 
 
-def _coerce(value: Any, default: Any, name: str, source: str) -> Any:
-    if value is None or default is None:
-        if value is not None and not isinstance(value, (str, int, float)):
-            raise ConfigError(f"{source}: {name} must be a string or number")
-        return os.path.expanduser(value) if isinstance(value, str) else value
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{source}: {name} must be true or false")
-        return value
-    if isinstance(default, (int, float)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{source}: {name} must be a number, got {value!r}")
-        return type(default)(value) if isinstance(default, float) else int(value)
-    if isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{source}: {name} must be a string, got {value!r}")
-        return value
-    return value
+def environment_overrides() -> dict[str, dict[str, Any]]:
+    """The settings the environment gives (user-controlled, so trusted like the user config)."""
+    out: dict[str, dict[str, Any]] = {}
+    if os.environ.get(TRANSCRIPTS_DIR_ENV):
+        out["transcripts"] = {"dir": os.environ[TRANSCRIPTS_DIR_ENV]}
+    if os.environ.get(VECTORS_URL_ENV):
+        out["vectors"] = {"backend": "http", "url": os.environ[VECTORS_URL_ENV]}
+    if os.environ.get(VECTORS_TOKEN_ENV):
+        out.setdefault("vectors", {})["token"] = os.environ[VECTORS_TOKEN_ENV]
+    return out
+
+
+def claude_project_dir(root: Path) -> Path:
+    """Claude Code's transcript folder for a project at `root`: `<config>/projects/<path, every character
+    but ASCII letters and digits replaced by '-'>`; config is $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    return config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(Path(root).expanduser().resolve()))
+
+
+def check_repository_settings(raw: Any, root: Path, *, source: str) -> None:
+    """Refuse settings in a repository's memory.yaml that reach outside the root (see the module docstring)."""
+    if not isinstance(raw, dict):
+        return  # apply_overrides says what is wrong with the shape
+    where = f"put it in your user config ({_user_config_hint()}) or set"
+    vectors = raw.get("vectors")
+    if isinstance(vectors, dict):
+        remote = [key for key in ("url", "token") if vectors.get(key) is not None]
+        if vectors.get("backend") == "http" or remote:
+            keys = ", ".join(f"vectors.{k}" for k in (["backend"] if vectors.get("backend") == "http" else []) + remote)
+            raise ConfigError(
+                f"{source} sets {keys}: a repository's memory.yaml may not send the index to a server; "
+                f"{where} {VECTORS_URL_ENV} (and {VECTORS_TOKEN_ENV}) in your environment"
+            )
+    transcripts = raw.get("transcripts")
+    if isinstance(transcripts, dict) and isinstance(transcripts.get("dir"), str) and transcripts["dir"]:
+        value = transcripts["dir"]
+        folder = Path(os.path.expanduser(value))
+        real = (folder if folder.is_absolute() else root / folder).resolve()
+        own = claude_project_dir(root).resolve()
+        if real != own and own not in real.parents:
+            raise ConfigError(
+                f"{source} sets transcripts.dir: {value}, outside this project's own Claude Code folder ({own}); "
+                f"a repository's memory.yaml may not make other transcripts searchable: {where} "
+                f"{TRANSCRIPTS_DIR_ENV} in your environment"
+            )
+
+
+def apply_overrides(settings: Settings, raw: Any, *, source: str = "settings") -> None:
+    """Apply a nested mapping {section: {key: value}} onto `settings` in place, checking every key and value."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source} must be a mapping of sections ({', '.join(Settings.model_fields)})")
+    merged = settings.model_dump()
+    for section, values in raw.items():
+        if isinstance(values, dict) and isinstance(merged.get(section), dict):
+            merged[section] = {**merged[section], **values}
+        elif values is not None or section not in merged:
+            merged[section] = values
+    try:
+        checked = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, source)) from None
+    for name in Settings.model_fields:
+        setattr(settings, name, getattr(checked, name))
+
+
+def describe_errors(exc: ValidationError, source: str) -> str:
+    """One sentence per problem: the key, the value given and what is allowed."""
+    parts = []
+    for error in exc.errors()[:3]:
+        loc = [str(p) for p in error["loc"]]
+        dotted = ".".join(loc)
+        kind = error["type"]
+        if kind == "extra_forbidden" and len(loc) == 1:
+            parts.append(f"unknown section {loc[0]!r}; known sections: {', '.join(Settings.model_fields)}")
+        elif kind == "extra_forbidden":
+            section = Settings.model_fields.get(loc[0])
+            known = sorted(section.annotation.model_fields) if section and section.annotation else []
+            parts.append(f"unknown setting {dotted}; known: {', '.join(known)}")
+        elif kind in ("model_type", "model_attributes_type") and len(loc) == 1:
+            parts.append(f"section {loc[0]} must be a mapping of settings, got {error['input']!r}")
+        else:
+            message = str(error["msg"]).removeprefix("Value error, ")
+            message = message[:1].lower() + message[1:]
+            if len(loc) == 1:  # a check across settings of one section
+                parts.append(f"{dotted}: {message}")
+            else:
+                parts.append(f"{dotted}: {error['input']!r} is not allowed: {message}")
+    more = len(exc.errors()) - len(parts)
+    return f"{source}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "") + "; fix or remove it"
+
+
+def _read_yaml(path: Path, *, required: bool) -> Any:
+    from memory_server.parse.frontmatter import load_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"settings file {path} does not exist: create it, or unset {USER_CONFIG_ENV}") from None
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read settings file {path} ({exc}); fix it or delete it to use the defaults") from exc
+    import yaml
+
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())  # one line: errors are printed on one line
+        raise ConfigError(f"{path} is not valid YAML ({detail}); fix it or delete it to use the defaults") from exc
+
+
+def _user_config_hint() -> str:
+    named = os.environ.get(USER_CONFIG_ENV)
+    return named or "~/.config/memory-server/config.yaml"

@@ -1,9 +1,10 @@
-"""Shared fixtures: small real memory roots in tmp_path, and a deterministic fake embedder."""
+"""Shared fixtures: small real memory roots in tmp_path, a deterministic fake embedder, and the command line."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -14,11 +15,27 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests/mcp_client.py
 
 from memory_server import Memory  # noqa: E402
-from memory_server.index.embedder import FakeEmbedder  # noqa: E402
 from memory_server.files.scaffold import init_root  # noqa: E402
+from memory_server.testing import FakeEmbedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# Data that is not in the repository (real transcripts, benchmark sets): ../shared beside it, or
+# MEMORY_SERVER_SHARED. Tests that need it skip, with a one-line reason, when it is absent.
+SHARED = Path(os.environ.get("MEMORY_SERVER_SHARED") or REPO.parent / "shared").expanduser()
+SHARED_TRANSCRIPTS = SHARED / "transcripts"
+CLI = [sys.executable, "-m", "memory_server"]  # what the `memory-server` script runs
+
+# Settings come only from the test itself: never from the user's own config file or environment.
+os.environ["MEMORY_SERVER_CONFIG"] = os.devnull
+for _name in ("MEMORY_TRANSCRIPTS_DIR", "MEMORY_VECTORS_URL", "MEMORY_VECTORS_TOKEN"):
+    os.environ.pop(_name, None)
+
+
+def require_shared(path: Path) -> Path:
+    """`path` (under SHARED); skips the calling test when it is missing."""
+    if not path.exists():
+        pytest.skip(f"needs {path}: data beside the repository (../shared or MEMORY_SERVER_SHARED), see README")
+    return path
 
 # Every process a test starts carries this mark in its environment (tests that build an environment by
 # hand copy it), so the end of the run can tell whether any of them outlived the test that started it.
@@ -116,6 +133,17 @@ ended: 2026-03-02T11:00:00Z
 - We tried loosening the belt because of ringing; it made it worse.
 - Check the `SAVE_CONFIG` step again.
 """
+
+
+def run_cli(
+    *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `memory-server ARGS...` as a subprocess, as the plugin and a person do."""
+    return subprocess.run(
+        [*CLI, *args], input=input, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+        timeout=timeout,
+    )
 
 
 def write(root: Path, rel: str, text: str) -> Path:

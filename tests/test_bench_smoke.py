@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from conftest import SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -20,7 +20,7 @@ LOCOMO_METRICS = [f"turn_recall@{k}" for k in (1, 3, 5, 10)] + [f"session_recall
 
 def _locomo_data() -> Path:
     override = os.environ.get("MEMORY_BENCH_DATA")
-    base = Path(override).expanduser() if override else REPO.parent / "shared" / "bench"
+    base = Path(override).expanduser() if override else SHARED / "bench"
     return base / "locomo10.json"
 
 
@@ -49,11 +49,7 @@ def _check_latency(lat: dict[str, Any]) -> None:
 
 def test_locomo_smoke(tmp_path: Path) -> None:
     data = _locomo_data()
-    if not data.is_file():
-        pytest.fail(
-            f"LoCoMo data missing: expected {data}. Put locomo10.json there (see /work/shared/bench/README.md) "
-            "or set MEMORY_BENCH_DATA to the folder holding it."
-        )
+    require_shared(data)
     out = tmp_path / "locomo.json"
     proc = _run(
         "locomo.py", "--conversations", "0", "--max-questions", "12", "--fake",

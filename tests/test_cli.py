@@ -1,25 +1,27 @@
-"""The command line: init, index, search, status; the root from --root, MEMORY_ROOT or the current folder."""
+"""The command line: one command tree (`memory-server` and `python -m memory_server`), the root from --root,
+MEMORY_ROOT or the current folder, progress bars on a terminal only, and errors as one line with exit 2."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import pty
+import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+from conftest import CLI, REPO, SHARED_TRANSCRIPTS, require_shared, run_cli, write
+
+from memory_server import __version__
+from memory_server.cli import main
 from memory_server.files.scaffold import init_root
 
-
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memory_server.cli", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+COMMANDS = ["compress", "dream", "hook", "index", "init", "search", "serve", "status"]
 
 
 def test_init_never_overwrites(tmp_path: Path):
@@ -34,23 +36,170 @@ def test_init_never_overwrites(tmp_path: Path):
     assert init_root(root) == []
 
 
-def test_cli_index_search_status(root: Path):
-    r = run("index", "--keyword-only", "--root", str(root))
+def test_cli_init_index_search_status(root: Path, tmp_path: Path):
+    r = run_cli("init", "--root", str(tmp_path / "fresh"))
+    assert r.returncode == 0 and "created in" in r.stdout and (tmp_path / "fresh" / "MEMORY.md").is_file()
+    r = run_cli("index", "--keyword-only", "--root", str(root))
     assert r.returncode == 0, r.stderr
     assert "added" in r.stdout
-    r = run("search", "--exact", "192.168.1.50", "--json", "--root", str(root))
+    r = run_cli("search", "--exact", "192.168.1.50", "--json", "--root", str(root))
     assert r.returncode == 0, r.stderr
     hits = json.loads(r.stdout)["hits"]
     assert hits[0]["path"] == "topics/printer.md" and hits[0]["start_line"] == 9
-    r = run("status", "--json", env={"MEMORY_ROOT": str(root)})
+    r = run_cli("status", "--json", env={"MEMORY_ROOT": str(root)})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["keyword_index"]["fresh"] is True
-    r = run("search", "--exact", "E-1042", cwd=root)
+    r = run_cli("search", "--exact", "E-1042", cwd=root)
     assert "topics/printer.md:14-14" in r.stdout
+    r = run_cli("--root", str(root), "search", "--exact", "E-1042", "--layer", "topic", "--layer", "session")
+    assert "topics/printer.md:14-14" in r.stdout, r.stderr  # --root before the command works too
 
 
-def test_cli_errors_are_clear(tmp_path: Path):
-    r = run("status", "--root", str(tmp_path / "missing"))
+def test_one_command_tree_with_a_version(tmp_path: Path):
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"memory-server {__version__}"
+    r = run_cli("--help")
+    listed = re.findall(r"^  (\w+)\s", r.stdout.split("Commands:")[1], re.M)
+    assert r.returncode == 0 and listed == COMMANDS
+    dream = re.findall(r"^  (\w+)\s", run_cli("dream", "--help").stdout.split("Commands:")[1], re.M)
+    assert {"apply", "reject", "run", "show", "status"} <= set(dream)
+    script = Path(sys.executable).with_name("memory-server")
+    if script.exists():  # the installed console script is the same command
+        done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+        assert done.stdout.strip() == f"memory-server {__version__}"
+
+
+def test_no_other_entry_points():
+    """`python -m memory_server` (__main__.py) is the only module that runs as a program."""
+    runnable = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "memory_server").rglob("*.py")
+        if path.name != "__main__.py" and re.search(r"^if __name__ == .__main__.:", path.read_text(), re.M)
+    ]
+    assert runnable == []
+    assert not (REPO / "memory_server" / "dream" / "cli.py").exists()
+    done = subprocess.run([*CLI[:-1], "memory_server.dream.cli"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "No module named" in done.stderr
+
+
+def test_cli_errors_are_one_line_with_exit_2(tmp_path: Path, root: Path):
+    r = run_cli("status", "--root", str(tmp_path / "missing"))
     assert r.returncode == 2 and "memory-server init" in r.stderr
-    r = run("search", "--exact", "x", "--k", "0", "--root", str(tmp_path))
+    r = run_cli("search", "--exact", "x", "--k", "0", "--root", str(root))
     assert r.returncode == 2 and "k is 0" in r.stderr
+    r = run_cli("frobnicate")
+    assert r.returncode == 2 and "No such command" in r.stderr
+    write(root, "memory.yaml", "search:\n  max_k: 0\n")
+    r = run_cli("status", "--root", str(root))
+    assert r.returncode == 2 and "search.max_k: 0 is not allowed" in r.stderr
+    assert "greater than or equal to 1" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_full_disk_is_one_line_and_exit_2(root: Path):
+    """/dev/full refuses every write with ENOSPC, as a full disk does."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*CLI, "status", "--root", str(root)], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "No space left on device" in done.stderr and "free some space" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "error, advice",
+    [
+        (OSError(errno.EROFS, "Read-only file system", "/mnt/ro/MEMORY.md"), "read-only"),
+        (OSError(errno.ENOSPC, "No space left on device", "/mnt/full/MEMORY.md"), "free some space"),
+        (OSError(errno.EACCES, "Permission denied", "/mnt/locked/MEMORY.md"), "permissions"),
+    ],
+)
+def test_file_system_errors_are_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, error, advice):
+    import memory_server.files.scaffold as scaffold
+
+    def refuse(root: Path) -> list[str]:
+        raise error
+
+    monkeypatch.setattr(scaffold, "init_root", refuse)
+    assert main(["init", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory-server: ") and advice in err and error.filename in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_closed_pipe_ends_quietly(root: Path):
+    """`memory-server ... | head`: the reader goes away before the output is written; no traceback."""
+    write(root, "topics/many.md", "# Many\n\n" + "\n\n".join(f"widget line {i}" for i in range(300)) + "\n")
+    for args in (["status"], ["search", "--exact", "widget", "--k", "50"], ["dream", "status"]):
+        proc = subprocess.Popen([*CLI, *args, "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait(120)
+        assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
+    shell = subprocess.run(
+        f"{' '.join(CLI)} search --exact widget --k 50 --root {root} | head -1",
+        shell=True, capture_output=True, text=True, timeout=120,
+    )
+    assert shell.stdout.count("\n") == 1 and "Traceback" not in shell.stderr
+
+
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(120), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bars_on_a_terminal_only(root: Path):
+    for i in range(30):
+        write(root, f"topics/note{i}.md", f"# Note {i}\n\nGears and belts {i}.\n")
+    code, err = _stderr_on_a_terminal([*CLI, "index", "--keyword-only", "--root", str(root)])
+    assert code == 0, err
+    assert re.search(r"reading files\s+\[#+", err), err  # click's bar: label, then [####----]
+    done = run_cli("index", "--rebuild", "--keyword-only", "--root", str(root))
+    assert done.returncode == 0 and "[" not in done.stderr and "#" not in done.stderr
+
+
+def test_compress_command_and_the_session_end_hook(tmp_path: Path, root: Path):
+    name = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
+    transcript = tmp_path / name
+    shutil.copy(require_shared(SHARED_TRANSCRIPTS / name), transcript)
+    r = run_cli("compress", "--root", str(root), str(tmp_path / "missing.jsonl"), str(transcript))
+    assert r.returncode == 2 and "missing.jsonl" in r.stderr  # one bad transcript does not stop the others
+    assert r.stdout.startswith("sessions/compressed/")
+    r = run_cli("compress", "--root", str(root), str(transcript))
+    assert r.returncode == 0 and r.stdout == "" and "nothing new" in r.stderr
+    r = run_cli("compress", "--root", str(root))
+    assert r.returncode == 2 and "give a transcript" in r.stderr
+
+    # The SessionEnd hook starts `python -m memory_server compress` in the background, logging its work.
+    other = tmp_path / "other-root"
+    init_root(other)
+    hook_input = json.dumps({"session_id": "x", "transcript_path": str(transcript), "cwd": str(other),
+                             "hook_event_name": "SessionEnd", "reason": "exit"})
+    started = time.monotonic()
+    r = run_cli("hook", "session-end", input=hook_input, env={"MEMORY_ROOT": ""})
+    assert r.returncode == 0 and time.monotonic() - started < 5, r.stderr
+    log = other / ".memory" / "logs" / "compress.log"
+    deadline = time.monotonic() + 60
+    while not list((other / "sessions" / "compressed").rglob("*.md")) or "compressed" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text() if log.exists() else "no compress.log"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("event", ["session-start", "session-end", "pre-compact"])
+def test_hooks_never_fail_the_session(root: Path, event: str):
+    for bad in ("this is not json", "[1, 2]", "[" * 100_000 + "]" * 100_000, ""):
+        r = run_cli("hook", event, "--root", str(root), input=bad)
+        assert r.returncode == 0 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr

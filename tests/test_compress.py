@@ -6,41 +6,41 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import CLI, REPO, SHARED_TRANSCRIPTS, require_shared, run_cli
 from filelock import FileLock
 
-from memory_server.sessions import compress as compress_mod
-from memory_server.sessions.compress import compress_all, compress_transcript, main, read_front_matter
 from memory_server.errors import LockedError, PathRefusedError, TranscriptError
-from memory_server.files.store import MemoryRoot
+from memory_server.files.root import MemoryRoot
+from memory_server.parse.frontmatter import read_front_matter
+from memory_server.sessions.compress import compress_all, compress_transcript
+from memory_server.sessions.failures import changes_things
+from memory_server.sessions.render import MAX_COMMANDS
 
-SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-SRC = Path(compress_mod.__file__).resolve().parents[1]
 FRONT_MATTER_KEYS = [
-    "session_id", "part", "started", "ended", "cwd", "branch", "claude_code_version",
+    "format", "session_id", "part", "started", "ended", "cwd", "branch", "claude_code_version",
     "transcript", "transcript_sha256", "lines", "counts",
 ]
-COUNT_KEYS = ["messages", "requests", "tool_calls", "commands", "failed_commands", "errors"]
+COUNT_KEYS = ["messages", "requests", "tool_calls", "commands", "failed_commands", "errors", "corrections", "commits"]
+SECTIONS = {
+    "## Goal", "## What the user said", "## Corrections", "## Questions and answers", "## Decisions",
+    "## Errors and fixes", "## Commits", "## Files", "## Commands", "## Claude Code's own summary", "## Open at the end",
+}
 
 
 def shared(sub: str = "") -> list[Path]:
-    """The shared transcripts; a missing folder gives one path that does not exist, so tests fail, not skip."""
+    """The shared transcripts; a missing folder gives one path that does not exist, whose tests skip."""
     folder = SHARED_TRANSCRIPTS / sub
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     return files or [folder / "MISSING-shared-transcripts"]
 
 
 def require(path: Path) -> Path:
-    assert path.is_file(), (
-        f"shared transcript {path} is missing: these tests read ../shared/transcripts next to the repository; "
-        "restore that folder"
-    )
-    return path
+    return require_shared(path)
 
 
 def records(path: Path) -> list[dict]:
@@ -65,7 +65,7 @@ SUMMARY_ONLY = [p for p in shared() if p.is_file() and not is_real_session(p)]
 
 @pytest.fixture
 def memroot(tmp_path: Path) -> MemoryRoot:
-    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "topics").mkdir(parents=True)  # a memory root: only those are written to
     return MemoryRoot(tmp_path / "root")
 
 
@@ -125,8 +125,9 @@ def edited_files(path: Path) -> set[str]:
     return {os.path.relpath(p, cwd) if p.startswith(cwd + "/") else p for p in paths if p}
 
 
-def bash_commands(path: Path) -> set[str]:
-    return {i["command"] for i in tool_inputs(path, {"Bash"}) if i.get("command")}
+def bash_commands(path: Path) -> list[str]:
+    """Every distinct shell command, in the order first run."""
+    return list(dict.fromkeys(i["command"] for i in tool_inputs(path, {"Bash"}) if i.get("command")))
 
 
 def split(text: str) -> tuple[dict, str]:
@@ -164,19 +165,21 @@ def test_real_session_compresses_to_a_file_naming_its_work(path: Path, memroot: 
     assert squash(first_request(path))[:60] in flat
     for rel in edited_files(path):
         assert f"`{rel}`" in body, rel
-    for command in bash_commands(path):
+    changing = [c for c in bash_commands(path) if changes_things(c)]  # looking around is left out
+    # A long list keeps its first two thirds (and its last third): the first ones are always there.
+    for command in changing if len(changing) <= MAX_COMMANDS else changing[: MAX_COMMANDS - MAX_COMMANDS // 3]:
         assert squash(command)[:60] in flat, command
     for heading in ("# ", "## Goal"):
         assert heading in body
-    assert all(h in {"## Goal", "## Requests", "## Files", "## Commands", "## Errors and fixes", "## Decisions",
-                     "## Open at the end"} for h in (ln for ln in body.splitlines() if ln.startswith("## ")))
+    assert meta["format"] == 2
+    assert all(h in SECTIONS for h in (ln for ln in body.splitlines() if ln.startswith("## ")))
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name[:60])
 def test_recompressing_is_a_no_op_and_output_is_deterministic(path: Path, tmp_path: Path) -> None:
     roots = []
     for name in ("a", "b"):
-        (tmp_path / name).mkdir()
+        (tmp_path / name / "topics").mkdir(parents=True)
         roots.append(MemoryRoot(tmp_path / name))
     first = compress_transcript(require(path), roots[0])
     before = {p: p.read_bytes() for p in session_files(roots[0])}
@@ -188,7 +191,7 @@ def test_recompressing_is_a_no_op_and_output_is_deterministic(path: Path, tmp_pa
 
 
 def test_big_transcripts_shrink_at_least_tenfold(memroot: MemoryRoot) -> None:
-    big = [p for p in REAL if p.is_file() and p.stat().st_size > 100_000]
+    big = [p for p in REAL if require(p).stat().st_size > 100_000]
     assert len(big) >= 3
     for path in big:
         (out,) = compress_transcript(path, memroot)
@@ -232,6 +235,7 @@ def test_a_transcript_without_a_request_gives_nothing(path: Path, memroot: Memor
 
 
 def test_the_summary_only_session_is_there() -> None:
+    require(SHARED_TRANSCRIPTS)
     assert SUMMARY_ONLY, f"expected a summary-only transcript among {SHARED_TRANSCRIPTS}"
 
 
@@ -360,9 +364,9 @@ def test_concurrent_compressions_write_one_file_set(tmp_path: Path, memroot: Mem
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(4)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "memory_server.sessions.compress", "--root", str(memroot.path), str(path)],
+        subprocess.Popen([*CLI, "compress", "--root", str(memroot.path), str(path)],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(3)
     ]
@@ -429,10 +433,17 @@ def test_compress_all_backfills_and_skips_subagents(tmp_path: Path, memroot: Mem
         compress_all(tmp_path / "nowhere", memroot)
 
 
-def test_main_compresses_and_reports_failures(tmp_path: Path, memroot: MemoryRoot) -> None:
+def test_the_compress_command_compresses_and_reports_failures(tmp_path: Path, memroot: MemoryRoot) -> None:
     path = require(SHARED_TRANSCRIPTS / "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl")
-    assert main(["--root", str(memroot.path), str(path)]) == 0
-    assert len(session_files(memroot)) == 1
-    assert main(["--root", str(memroot.path), str(path)]) == 0
-    assert main(["--root", str(memroot.path), str(tmp_path / "missing.jsonl")]) == 2
-    assert main(["--root", str(tmp_path / "no-root"), str(path)]) == 2
+    r = run_cli("compress", "--root", str(memroot.path), str(path))
+    assert r.returncode == 0, r.stderr
+    (out,) = session_files(memroot)
+    assert r.stdout.strip() == memroot.relpath(out)
+    r = run_cli("compress", "--root", str(memroot.path), str(path))
+    assert r.returncode == 0 and r.stdout == "" and "nothing new to compress" in r.stderr
+    r = run_cli("compress", "--root", str(memroot.path), str(tmp_path / "missing.jsonl"))
+    assert r.returncode == 2 and "cannot read transcript" in r.stderr and r.stdout == ""
+    (tmp_path / "no-root").mkdir()
+    r = run_cli("compress", "--root", str(tmp_path / "no-root"), str(path))
+    assert r.returncode == 2 and r.stderr.strip(), r.stderr
+    assert not (tmp_path / "no-root" / "sessions").exists()

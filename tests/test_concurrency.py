@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 import anyio
-
 from conftest import write
 from mcp_client import connect, payload
+
 from memory_server import Memory
+from memory_server.files.root import MemoryRoot
+from memory_server.files.scaffold import init_root
 from memory_server.index.embedder import MiniLMEmbedder
 from memory_server.parse.markdown import parse_document
-from memory_server.files.scaffold import init_root
-from memory_server.files.store import MemoryRoot
 
 SERVERS = 3
 WRITES = 40

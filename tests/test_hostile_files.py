@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import write
+
 from memory_server import Memory
-from memory_server.files.store import DEFAULT_MAX_FILE_BYTES
+from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
 
 CHANGING = "kept changing while being read; it will be indexed on the next pass"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import write
 from memory_server import Memory
-from memory_server.index.embedder import FakeEmbedder
+from memory_server.testing import FakeEmbedder
 
 
 def chunk_paths(m: Memory) -> dict[str, int]:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from memory_server.parse.markdown import parse_document
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_server.parse.markdown import FENCE, parse_document
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def lines_of(text: str, start: int, end: int) -> str:
@@ -115,22 +122,24 @@ def test_long_blocks_are_split_on_line_boundaries():
     doc = parse_document("topics/long.md", "topic", text, max_chunk_chars=600)
     assert len(doc.chunks) > 5
     assert doc.chunks[0].start_line == 1 and doc.chunks[-1].end_line == 100
-    for a, b in zip(doc.chunks, doc.chunks[1:]):
+    for a, b in zip(doc.chunks, doc.chunks[1:], strict=False):
         assert b.start_line == a.end_line + 1
     check_ranges(text, doc)
 
 
 def test_session_date_from_front_matter_or_file_name():
-    s = parse_document("sessions/compressed/2026/2026-03-02-x.md", "session", "---\nstarted: 2026-03-04T10:00:00Z\n---\nhi")
+    s = parse_document(
+        "sessions/compressed/2026/2026-03-02-x.md", "session", "---\nstarted: 2026-03-04T10:00:00Z\n---\nhi"
+    )
     assert s.date == "2026-03-04"
     n = parse_document("sessions/compressed/2026/2026-03-02-x.md", "session", "hi")
     assert n.date == "2026-03-02"
 
 
-def test_embed_text_carries_context():
+def test_chunks_carry_title_heading_path_and_date():
     doc = parse_document("topics/printer.md", "topic", DOC)
     tension = doc.chunks[3]
-    assert tension.embed_text().startswith("Printer notes > Belts > Tension (2026-03-01)\n")
+    assert (tension.title, tension.heading, tension.date) == ("Printer notes", "Belts > Tension", "2026-03-01")
 
 
 def test_chunk_ids_are_stable_and_change_with_text():
@@ -139,3 +148,173 @@ def test_chunk_ids_are_stable_and_change_with_text():
     assert [c.id for c in a.chunks] == [c.id for c in b.chunks]
     c = parse_document("topics/x.md", "topic", DOC.replace("first item", "first thing"))
     assert a.chunks[1].id != c.chunks[1].id and a.chunks[0].id == c.chunks[0].id
+
+
+def spans(doc) -> list[tuple[int, int, str, str]]:
+    return [(c.start_line, c.end_line, c.heading, c.text) for c in doc.chunks]
+
+
+def test_backticks_in_the_info_string_are_not_a_fence():
+    """A backtick fence's info string cannot hold a backtick: the line is a paragraph, not an open fence."""
+    text = "# Cases\n\n```Support::Case``` has a status field.\n\n## Fields\n\n- status\n- owner\n"
+    doc = parse_document("topics/cases.md", "topic", text)
+    assert spans(doc) == [
+        (3, 3, "", "```Support::Case``` has a status field."),
+        (7, 7, "Fields", "- status"),
+        (8, 8, "Fields", "- owner"),
+    ]
+    check_ranges(text, doc)
+    assert not FENCE.match("```Support::Case``` has a status field.")
+    assert FENCE.match("```python") and FENCE.match("~~~ a`b")
+
+
+def test_a_tilde_fence_may_have_backticks_in_its_info_string():
+    text = "~~~ sh `quoted`\n# not a heading\n~~~\n\n## After\n\ntext\n"
+    doc = parse_document("topics/t.md", "topic", text)
+    assert spans(doc) == [(1, 3, "", "~~~ sh `quoted`\n# not a heading\n~~~"), (7, 7, "After", "text")]
+
+
+def test_setext_headings():
+    text = "Title Here\n==========\n\nintro\n\nPart one\nspans two lines\n---\n\nbody\n"
+    doc = parse_document("topics/s.md", "topic", text)
+    assert doc.title == "Title Here"
+    assert spans(doc) == [(4, 4, "", "intro"), (10, 10, "Part one spans two lines", "body")]
+
+
+def test_nested_lists_are_one_chunk_per_top_level_item():
+    text = "## L\n\n1. one\n   - a\n     - deep\n   - b\n2. two\n\n   loose paragraph of two\n\n3. three\n"
+    doc = parse_document("topics/l.md", "topic", text)
+    assert [(c.start_line, c.end_line) for c in doc.chunks] == [(3, 6), (7, 9), (11, 11)]
+    assert all(c.heading == "L" for c in doc.chunks)
+    check_ranges(text, doc)
+
+
+def test_a_fence_inside_a_list_item_stays_with_the_item():
+    text = "- run this:\n\n  ```sh\n  make\n\n  # a comment, not a heading\n  ```\n- next item\n\n## Later\n\nend\n"
+    doc = parse_document("topics/f.md", "topic", text)
+    assert [(c.start_line, c.end_line, c.heading) for c in doc.chunks] == [(1, 7, ""), (8, 8, ""), (12, 12, "Later")]
+    check_ranges(text, doc)
+
+
+def test_tables_html_blocks_and_reference_definitions_are_chunks():
+    text = (
+        "Intro line\n\n"
+        "| key | value |\n| --- | --- |\n| a | 1 |\n\n"
+        "<details>\n<summary>More</summary>\n\nhidden text\n</details>\n\n"
+        "[spec]: https://example.invalid/spec\n\n"
+        "***\n\n"
+        "<!-- a note -->\n"
+    )
+    doc = parse_document("topics/t.md", "topic", text)
+    assert [(c.start_line, c.end_line) for c in doc.chunks] == [
+        (1, 1),
+        (3, 5),
+        (7, 8),
+        (10, 10),
+        (11, 11),
+        (13, 13),
+        (17, 17),
+    ]
+    check_ranges(text, doc)
+
+
+def test_carriage_returns_alone_and_mixed_line_ends():
+    text = "# T\r\rone\rtwo\r\n\n- item\n"
+    doc = parse_document("topics/cr.md", "topic", text)
+    assert spans(doc) == [(3, 4, "", "one\ntwo"), (6, 6, "", "- item")]
+    check_ranges(text, doc)
+
+
+def test_a_file_of_only_front_matter():
+    for text in ("---\ntitle: T\n---", "---\r\ntitle: T\r\n---\r\n\r\n\r\n", "---\n---\n"):
+        doc = parse_document("topics/fm.md", "topic", text)
+        assert doc.chunks == [] and doc.warnings == [], text
+
+
+def test_front_matter_lines_are_counted():
+    text = "---\ntitle: T\ntags: [x]\n---\n\n## H\n\nbody\n"
+    doc = parse_document("topics/fm.md", "topic", text)
+    assert spans(doc) == [(8, 8, "H", "body")]
+
+
+def test_tabs():
+    text = "#\tTabbed\n\n-\titem one\n\tcontinued\n-\titem two\n\npara\n\n\tindented code\n\n## H\n\na\tb\n"
+    doc = parse_document("topics/tabs.md", "topic", text)
+    assert doc.title == "Tabbed"
+    assert [(c.start_line, c.end_line, c.heading) for c in doc.chunks] == [
+        (3, 4, ""),
+        (5, 5, ""),
+        (7, 7, ""),
+        (9, 9, ""),
+        (13, 13, "H"),
+    ]
+    check_ranges(text, doc)
+
+
+def test_deep_nesting_loses_no_text():
+    """Past the parser's nesting limit a block keeps the rest of its lines: nothing is dropped."""
+    text = "\n".join("  " * i + f"- level{i}" for i in range(60)) + "\n\nafter the list\n"
+    doc = parse_document("topics/deep.md", "topic", text)
+    joined = "\n".join(c.text for c in doc.chunks)
+    assert all(f"level{i}" in joined for i in range(60)) and "after the list" in joined
+    check_ranges(text, doc)
+
+
+# Line shapes for the property test: each `{w}` is a word that occurs once in the file.
+LINE_SHAPES = [
+    "{w} plain text",
+    "- {w} item",
+    "  - {w} nested item",
+    "1. {w} numbered",
+    "   {w} continued",
+    "> {w} quoted",
+    "```",
+    "```py",
+    "```{w}``` not a fence",
+    "~~~",
+    "    {w} indented",
+    "\t{w} tabbed",
+    "| {w} | b |",
+    "|---|---|",
+    "<div>",
+    "</div> {w}",
+    "[{w}]: /target",
+    "",
+    "",
+    "# H",
+    "## H {w}",
+    "***",
+    "   ",
+    "* ",
+    "{w}\ttab inside",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(st.sampled_from(LINE_SHAPES), max_size=40),
+    front_matter=st.booleans(),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    limit=st.sampled_from([50, 1500]),
+)
+def test_every_chunk_reads_back_from_its_lines_and_no_text_is_lost(shapes, front_matter, newline, limit):
+    words = [f"w{i}x" for i in range(len(shapes))]
+    body = [shape.format(w=word) for shape, word in zip(shapes, words, strict=True)]
+    lines = (["---", "title: T", "---"] if front_matter else []) + body
+    text = newline.join(lines)
+    doc = parse_document("topics/p.md", "topic", text, max_chunk_chars=limit)
+    check_ranges(text, doc)
+    for a, b in zip(doc.chunks, doc.chunks[1:], strict=False):
+        assert a.end_line < b.start_line
+    chunk_text = "\n".join(c.text for c in doc.chunks)
+    for shape, word in zip(shapes, words, strict=True):
+        if "{w}" in shape and not shape.startswith("#"):
+            assert chunk_text.count(word) == 1, (word, text)
+
+
+def test_the_repository_topics_read_back_exactly():
+    for path in sorted((REPO / "topics").glob("*.md")) + [REPO / "README.md", REPO / "CLAUDE.md"]:
+        text = path.read_text(encoding="utf-8")
+        doc = parse_document(f"topics/{path.name}", "topic", text)
+        assert doc.chunks, path
+        check_ranges(text, doc)

@@ -1,9 +1,14 @@
 """The repository as a Claude Code plugin, checked with the real clients.
 
+The plugin is the `plugin/` folder (manifest, MCP config, hooks, skill); `.claude-plugin/marketplace.json` at
+the top points at it, so the repository (itself a memory root, with its own CLAUDE.md) is not the plugin.
+
 Claude Code's CLI (`@anthropic-ai/claude-code`) and the MCP Inspector (`@modelcontextprotocol/inspector`) come
-from npm. `.ci/run` installs them once into `.ci-node/` (git-ignored):
+from npm. `.ci/run` installs them once into `.ci-node/` (git-ignored), and the newest Claude Code checked
+into `.ci-node/newest/`:
 
     npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 @modelcontextprotocol/inspector@0.21.2
+    npm install --prefix .ci-node/newest @anthropic-ai/claude-code@2.1.330
 
 Set MEMORY_SERVER_NODE_PREFIX to use another prefix; otherwise `claude` and `mcp-inspector` on PATH are used.
 When a client is missing these tests fail (they never skip) and say how to install it.
@@ -27,20 +32,23 @@ from typing import Any
 
 import pytest
 
+from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
-from memory_server.files.store import MemoryRoot
 
 REPO = Path(__file__).resolve().parents[1]
+PLUGIN = REPO / "plugin"
 NODE_PREFIX = Path(os.environ.get("MEMORY_SERVER_NODE_PREFIX") or REPO / ".ci-node")
 INSTALL_HINT = (
     "install them with `npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 "
     "@modelcontextprotocol/inspector@0.21.2` (what .ci/run does), or put `claude` and `mcp-inspector` on PATH"
 )
+NEWEST_CLAUDE = "2.1.330"
+NEWEST_HINT = f"install it with `npm install --prefix .ci-node/newest @anthropic-ai/claude-code@{NEWEST_CLAUDE}`"
 ROOT_RULE = '--root "${MEMORY_ROOT:-${CLAUDE_PROJECT_DIR}}"'  # hooks and skill: $MEMORY_ROOT, else the project
 # The server: $MEMORY_ROOT, else the folder Claude Code starts it in (the project directory).
 MCP_ARGS = ["serve", "--root", "${MEMORY_ROOT:-.}"]
 README_INIT = "memory-server init --root ~/notes/memory"
-README_ADD = "claude mcp add memory -- memory-server serve --root ~/notes/memory"
+README_ADD = "claude mcp add --scope user memory -- memory-server serve --root ~/notes/memory"
 PLUGIN_SERVER = "plugin:memory-server:memory"
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
@@ -69,6 +77,28 @@ def claude_bin() -> str:
     assert probe.returncode == 0 and "Claude Code" in probe.stdout, (
         f"`{found} --version` did not run: {probe.stdout}{probe.stderr}\n{INSTALL_HINT}"
     )
+    return found
+
+
+@pytest.fixture(scope="session")
+def newest_claude_bin() -> str:
+    """The newest Claude Code this plugin is checked with (its validator is stricter than the pinned one's)."""
+    local = NODE_PREFIX / "newest" / "node_modules" / ".bin" / "claude"
+    if not local.exists():
+        pytest.fail(f"Claude Code {NEWEST_CLAUDE} is not installed at {local}: {NEWEST_HINT}")
+    probe = subprocess.run(
+        [str(local), "--version"], capture_output=True, text=True, timeout=60, env=base_env(Path("/nonexistent")),
+        stdin=subprocess.DEVNULL,
+    )
+    assert probe.returncode == 0 and NEWEST_CLAUDE in probe.stdout, f"{probe.stdout}{probe.stderr}\n{NEWEST_HINT}"
+    return str(local)
+
+
+@pytest.fixture(params=["pinned", "newest"])
+def any_claude_bin(request: pytest.FixtureRequest) -> str:
+    """Each Claude Code version the plugin is checked with."""
+    name = "claude_bin" if request.param == "pinned" else "newest_claude_bin"
+    found: str = request.getfixturevalue(name)
     return found
 
 
@@ -157,51 +187,23 @@ def make_root(path: Path, server_bin: Path, env: dict[str, str]) -> Path:
 # -- the manifests --------------------------------------------------------------------------------------
 
 
-def test_plugin_validate_strict_passes(claude_bin: str, home: Path) -> None:
-    """`claude plugin validate . --strict` from the repository (it validates the marketplace file there)."""
-    result = run([claude_bin, "plugin", "validate", ".", "--strict"], cwd=REPO, env=base_env(home))
-    assert result.returncode == 0, show(result)
-    assert "Validation passed" in result.stdout, show(result)
-
-
-def plugin_files(dest: Path) -> Path:
-    """The plugin's own files (manifest, hooks, skills, MCP config), without the repository around them."""
-    (dest / ".claude-plugin").mkdir(parents=True)
-    shutil.copy2(REPO / ".claude-plugin" / "plugin.json", dest / ".claude-plugin" / "plugin.json")
-    shutil.copy2(REPO / ".mcp.json", dest / ".mcp.json")
-    shutil.copytree(REPO / "hooks", dest / "hooks")
-    shutil.copytree(REPO / "skills", dest / "skills")
-    return dest
-
-
-def test_plugin_manifest_hooks_and_skill_validate_strict(claude_bin: str, home: Path, tmp_path: Path) -> None:
-    """plugin.json, hooks/hooks.json and skills/*/SKILL.md pass the strict validator.
-
-    In the repository itself, the validator's only remark is that a CLAUDE.md at a plugin's root is not
-    loaded as plugin context: that file is this repository's own memory (it is a memory root), not part
-    of the plugin. So the strict check runs on the plugin's files alone, and the check in place allows
-    that one warning and nothing else.
-    """
-    assert (REPO / "skills" / "dream" / "SKILL.md").is_file(), "the plugin ships the /dream skill"
-    alone = plugin_files(tmp_path / "plugin")
-    result = run([claude_bin, "plugin", "validate", str(alone), "--strict"], cwd=tmp_path, env=base_env(home))
-    assert result.returncode == 0 and "Validation passed" in result.stdout, show(result)
-    assert "❯" not in result.stdout, show(result)
-
-    in_place = run(
-        [claude_bin, "plugin", "validate", ".claude-plugin/plugin.json"], cwd=REPO, env=base_env(home)
-    )
-    assert in_place.returncode == 0 and "Validation passed" in in_place.stdout, show(in_place)
-    assert "✘" not in in_place.stdout, show(in_place)
-    remarks = [line.strip() for line in in_place.stdout.splitlines() if line.strip().startswith("❯")]
-    assert all("CLAUDE.md at the plugin root" in r for r in remarks), show(in_place)
+def test_plugin_validate_strict_passes(any_claude_bin: str, home: Path) -> None:
+    """`claude plugin validate --strict` on the marketplace (the repository) and on the plugin folder, with the
+    pinned and the newest Claude Code. The newest refuses a CLAUDE.md at a plugin's root: the repository's own
+    CLAUDE.md (it is a memory root) is outside the plugin."""
+    assert (PLUGIN / "skills" / "dream" / "SKILL.md").is_file(), "the plugin ships the /dream skill"
+    for target in (".", "plugin"):
+        result = run([any_claude_bin, "plugin", "validate", target, "--strict"], cwd=REPO, env=base_env(home))
+        assert result.returncode == 0 and "Validation passed" in result.stdout, show(result)
+        assert "CLAUDE.md" not in result.stdout, show(result)
+    assert not (PLUGIN / "CLAUDE.md").exists()
 
 
 def test_manifests_agree() -> None:
-    plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
     market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
     (entry,) = [p for p in market["plugins"] if p["name"] == plugin["name"]]
-    assert entry["source"] == "./", "the marketplace installs this repository itself"
+    assert entry["source"] == "./plugin", "the marketplace installs the plugin folder, not the whole repository"
     assert entry.get("version", plugin["version"]) == plugin["version"]
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert f'version = "{plugin["version"]}"' in pyproject, "plugin.json's version follows pyproject.toml"
@@ -211,7 +213,7 @@ def test_manifests_agree() -> None:
 
 
 def declared_hooks() -> dict[str, list[dict[str, Any]]]:
-    data = json.loads((REPO / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    data = json.loads((PLUGIN / "hooks" / "hooks.json").read_text(encoding="utf-8"))
     out: dict[str, list[dict[str, Any]]] = {}
     for event, groups in data["hooks"].items():
         out[event] = [hook for group in groups for hook in group["hooks"]]
@@ -220,7 +222,7 @@ def declared_hooks() -> dict[str, list[dict[str, Any]]]:
 
 def test_server_hooks_and_skill_take_the_same_root() -> None:
     """$MEMORY_ROOT when the user sets it, else the project directory: the same rule everywhere."""
-    mcp = json.loads((REPO / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
+    mcp = json.loads((PLUGIN / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
     assert list(mcp) == ["memory"]
     assert mcp["memory"]["command"] == "memory-server"
     assert mcp["memory"]["args"] == MCP_ARGS
@@ -233,7 +235,7 @@ def test_server_hooks_and_skill_take_the_same_root() -> None:
         assert hook["command"] == f"memory-server hook {sub} {ROOT_RULE}"
         assert 0 < hook["timeout"] <= 60
 
-    skill = (REPO / "skills" / "dream" / "SKILL.md").read_text(encoding="utf-8")
+    skill = (PLUGIN / "skills" / "dream" / "SKILL.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```(?:bash|sh|shell)?\n(.*?)^```", skill, flags=re.M | re.S)
     lines = [line.strip() for block in blocks for line in block.splitlines()]
     commands = [line for line in lines if line.startswith("memory-server")]
@@ -247,8 +249,8 @@ def test_server_hooks_and_skill_take_the_same_root() -> None:
 
 
 def test_plugin_server_connects_in_the_repository(claude_bin: str, server_bin: Path, home: Path) -> None:
-    """`claude --plugin-dir . mcp list`, run in the repository (itself a memory root)."""
-    result = run([claude_bin, "--plugin-dir", ".", "mcp", "list"], cwd=REPO, env=base_env(home))
+    """`claude --plugin-dir plugin mcp list`, run in the repository (itself a memory root)."""
+    result = run([claude_bin, "--plugin-dir", "plugin", "mcp", "list"], cwd=REPO, env=base_env(home))
     assert result.returncode == 0, show(result)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
@@ -265,9 +267,9 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
 
     def served(root: Path) -> bool:
         log_file = root / server_log
-        return log_file.is_file() and f"serving {root.resolve()} " in log_file.read_text(encoding="utf-8")
+        return log_file.is_file() and f"serving {root.resolve()}\n" in log_file.read_text(encoding="utf-8")
 
-    result = run([claude_bin, "--plugin-dir", str(REPO), "mcp", "list"], cwd=project, env=env)
+    result = run([claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
     assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
@@ -275,7 +277,7 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
     assert not served(elsewhere)
 
     result = run(
-        [claude_bin, "--plugin-dir", str(REPO), "mcp", "list"],
+        [claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"],
         cwd=project,
         env=base_env(home, MEMORY_ROOT=str(elsewhere)),
     )
@@ -342,6 +344,82 @@ def test_marketplace_add_and_install_from_a_clone(
     result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
+
+    # The plugin cache holds the plugin folder only: nothing of the clone around it (a venv, build output).
+    cache = home / ".claude" / "plugins" / "cache"
+    cached = {p.name for p in cache.rglob("*")}
+    assert "SKILL.md" in cached and "hooks.json" in cached, sorted(cached)
+    assert not cached & {"pyproject.toml", "CLAUDE.md", "memory_server", "tests", "topics"}, sorted(cached)
+
+
+# -- a folder that is not a memory root -----------------------------------------------------------------
+
+
+def plain_git_project(tmp_path: Path) -> Path:
+    """A project that was never set up as memory: a git repository with one file, all committed."""
+    project = tmp_path / "plain-project"
+    project.mkdir()
+    (project / "main.py").write_text("print('hello')\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "first"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    return project
+
+
+def git_status(project: Path) -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=project, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_plugin_in_a_project_that_is_not_a_memory_root_writes_nothing(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+) -> None:
+    """The plugin is installed for every project: in one never set up, the server starts (and says why it
+    cannot serve), the hooks do nothing but print one line on stderr, and no file appears."""
+    project = plain_git_project(tmp_path)
+    env = base_env(home)
+    result = run([claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"], cwd=project, env=env)
+    assert result.returncode == 0, show(result)
+    server_line(result.stdout, PLUGIN_SERVER)
+    transcript = write_transcript(home / ".claude" / "projects" / "-plain-project")
+    for event in HOOK_EVENTS:
+        for project_dir in (str(project), None):  # also with CLAUDE_PROJECT_DIR unset: the root is the cwd
+            extra = {"CLAUDE_PROJECT_DIR": project_dir} if project_dir else {}
+            (hook,) = declared_hooks()[event]
+            hook_env = base_env(home, CLAUDE_PLUGIN_ROOT=str(PLUGIN), **extra)
+            done = subprocess.run(
+                ["/bin/sh", "-c", hook["command"]], cwd=project, env=hook_env,
+                input=hook_input(event, transcript, project), capture_output=True, text=True, timeout=60,
+            )
+            assert done.returncode == 0 and done.stdout == "", show(done)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and "not a memory root" in lines[0], show(done)
+            assert "memory-server init" in lines[0] and "MEMORY_ROOT" in lines[0], show(done)
+    time.sleep(1.0)  # a compression job, had one been started, would have written by now
+    assert git_status(project) == "", "the plugin wrote into a project that is not a memory root"
+    assert not (project / ".memory").exists()
+
+
+def test_a_missing_root_connects_and_says_why(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:
+    """`claude mcp add` with a root that does not exist: the server still connects (every tool then answers
+    with the reason), and its log on stderr names the problem, not only a failed connection."""
+    missing = tmp_path / "no-such-root"
+    env = base_env(home)
+    added = run(
+        [claude_bin, "mcp", "add", "memory", "--", str(server_bin), "serve", "--root", str(missing)],
+        cwd=tmp_path, env=env,
+    )
+    assert added.returncode == 0, show(added)
+    result = run([claude_bin, "mcp", "list"], cwd=tmp_path, env=env)
+    assert "✔ Connected" in server_line(result.stdout, "memory"), show(result)
+    assert not missing.exists()
+    started = subprocess.run(
+        [str(server_bin), "serve", "--root", str(missing)], input="", capture_output=True, text=True, timeout=60,
+        env=env,
+    )
+    assert f"memory root {missing} does not exist" in started.stderr, show(started)
+    assert "memory-server init" in started.stderr, show(started)
 
 
 # -- the MCP Inspector ----------------------------------------------------------------------------------
@@ -422,7 +500,7 @@ def run_declared_hook(event: str, project: Path, cwd: Path, transcript: Path, ho
     """Run the hook's command the way Claude Code does on POSIX: through /bin/sh, with its variables set."""
     (hook,) = declared_hooks()[event]
     env = base_env(
-        home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_CODE_SESSION_ID=SESSION_ID,
+        home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_ROOT=str(PLUGIN), CLAUDE_CODE_SESSION_ID=SESSION_ID,
         CLAUDECODE="1", **extra,
     )
     if event == "SessionStart":
@@ -510,7 +588,7 @@ def test_hooks_never_fail_the_session(event: str, home: Path, tmp_path: Path) ->
     not_a_root = tmp_path / "plain"
     not_a_root.mkdir()
     (hook,) = declared_hooks()[event]
-    env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(REPO))
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(PLUGIN))
     for stdin in ("not json", "", hook_input(event, tmp_path / "missing.jsonl", not_a_root)):
         result = subprocess.run(
             ["/bin/sh", "-c", hook["command"]], cwd=not_a_root, env=env, input=stdin,

@@ -7,8 +7,6 @@ closes under the server. The server is driven over raw JSON-RPC on pipes, as Cla
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import signal
 import subprocess
@@ -16,72 +14,19 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import filelock
-
 from conftest import write
+from mcp_client import SERVER_COMMAND, RawClient
 
 EXIT_SECONDS = 2.0
-SERVER = [sys.executable, "-m", "memory_server.cli", "serve", "--root"]
+SERVER = [*SERVER_COMMAND, "serve", "--root"]
 
 
 def big_root(root: Path, files: int = 150) -> None:
     for i in range(files):
         paragraphs = "\n\n".join(f"Paragraph {j} of note {i}: gears, belts and widget {i * j}." for j in range(10))
         write(root, f"topics/note{i}.md", f"# Note {i}\n\n{paragraphs}\n")
-
-
-class RawClient:
-    """JSON-RPC over the server's stdin/stdout, line by line."""
-
-    def __init__(self, root: Path, errlog: Path) -> None:
-        self.err = open(errlog, "w")
-        self.proc = subprocess.Popen(
-            [*SERVER, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err
-        )
-        self.next_id = 1
-        self.request("initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"},
-        })
-        self.notify("notifications/initialized")
-
-    def notify(self, method: str) -> None:
-        self._send({"jsonrpc": "2.0", "method": method})
-
-    def send_request(self, method: str, params: dict[str, Any]) -> None:
-        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        self.next_id += 1
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.send_request(method, params)
-        assert self.proc.stdout is not None
-        return json.loads(self.proc.stdout.readline())
-
-    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = self.request("tools/call", {"name": tool, "arguments": arguments})["result"]
-        return result.get("structuredContent") or json.loads(result["content"][0]["text"])
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def close_stdin_and_time_exit(self) -> float:
-        assert self.proc.stdin is not None
-        started = time.monotonic()
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        finally:
-            self.kill()
-        return time.monotonic() - started
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.err.close()
 
 
 def descendants(pid: int) -> set[int]:
@@ -144,8 +89,8 @@ def test_closing_stdin_while_a_request_waits_for_locks(root: Path, tmp_path: Pat
     state.mkdir(exist_ok=True)
     writer = filelock.FileLock(str(state / "index.lock"))
     writer.acquire()
-    store = os.open(state / "chroma.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(store, fcntl.LOCK_EX)
+    store = filelock.FileLock(str(state / "chroma.lock"))
+    store.acquire()
     errlog = tmp_path / "server.err"
     client = RawClient(root, errlog)
     try:
@@ -156,7 +101,7 @@ def test_closing_stdin_while_a_request_waits_for_locks(root: Path, tmp_path: Pat
     finally:
         client.kill()
         writer.release()
-        os.close(store)
+        store.release()
     assert_clean_exit(client, errlog, seconds, started)
     assert "exiting now" in errlog.read_text()  # it said why it did not wait for the request
 

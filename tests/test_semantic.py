@@ -9,7 +9,8 @@ import pytest
 
 from conftest import write
 from memory_server import Memory
-from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder
+from memory_server.index.embedder import MiniLMEmbedder
+from memory_server.testing import FakeEmbedder
 from memory_server.files.scaffold import init_root
 
 PARAPHRASE_TOPICS = {
@@ -190,3 +191,53 @@ def test_the_passage_next_to_a_match_rises_with_it(tmp_path: Path):
     hits, _ = m.search_memory("Moonraker dashboard port", k=3)
     assert ("topics/printer.md", 5) not in [(h.path, h.start_line) for h in hits[:2]]
     m.close()
+
+
+PRINTER_ROOT = {
+    "topics/printer.md": """\
+---
+title: 3D printer
+updated: 2026-03-01
+---
+# 3D printer
+
+![Status: in use](https://img.shields.io/badge/status-in%20use-green)
+
+The belt tension was tightened to 110 Hz.
+
+The printer lives at 192.168.0.108.
+
+Firmware is Klipper, flashed over USB.
+""",
+    "topics/kitchen.md": "---\ntitle: Kitchen\n---\n# Kitchen\n\nThe dishwasher runs at night on the eco programme.\n",
+    "topics/car.md": "---\ntitle: Car\n---\n# Car\n\nThe tyres were rotated in May; pressure is 2.4 bar.\n",
+}
+
+
+@pytest.fixture
+def printer_memory(tmp_path: Path, minilm: MiniLMEmbedder):
+    root = tmp_path / "m"
+    init_root(root)
+    for rel, text in PRINTER_ROOT.items():
+        write(root, rel, text)
+    m = Memory(root, embedder=minilm)
+    m.index()
+    yield m
+    m.close()
+
+
+def test_paraphrase_beats_common_words_matching_everywhere(printer_memory: Memory):
+    """"3d" and "printer" are in every chunk's title; the keyword signal they make must not outrank the
+    clear semantic answer (the belt line), and the literal IP still finds its own line."""
+    hits, _ = printer_memory.search_memory("how tight is the drive strap on the 3D printer", k=3)
+    assert "belt tension" in hits[0].text, [h.text for h in hits]
+    hits, _ = printer_memory.search_memory("192.168.0.108", k=3)
+    assert "192.168.0.108" in hits[0].text, [h.text for h in hits]
+
+
+def test_a_status_badge_does_not_answer_for_its_file(printer_memory: Memory):
+    """The badge line is embedded as what it says, not as the file's title: it does not outrank the
+    paragraphs that answer a question about the printer."""
+    hits, _ = printer_memory.search_memory("what firmware does the 3D printer run?", k=3)
+    assert "Klipper" in hits[0].text, [h.text for h in hits]
+    assert "Status" not in hits[0].text

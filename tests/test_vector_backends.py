@@ -16,7 +16,8 @@ import pytest
 
 from conftest import write
 from memory_server import Memory, VectorStoreError
-from memory_server.index.embedder import FakeEmbedder, MiniLMEmbedder
+from memory_server.index.embedder import MiniLMEmbedder
+from memory_server.testing import FakeEmbedder
 from memory_server.settings import Settings
 
 

@@ -1,14 +1,13 @@
-"""Turn scored candidates into line edits of topic files (and new topics with their MEMORY.md pointers).
+"""Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
-- drift: each topic line that names the old tool or practice gets the new one in its place (the report
-  shows both statements with their dates; the person, or the agent improving the wording, adjusts it);
-- decision: a list item at the end of the matching section's own text (before its first sub-heading),
-  or in the `decisions` topic (a new file when missing);
-- lesson: a `## <error>` entry at the end of `topics/lessons.md` with the mistake, the fix and the
-  sessions (a new file when missing).
+- fact / decision: a list item (the statement) at the end of the target section's own text (before its
+  first sub-heading), or at the end of the topic when no section is given or found;
+- correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
+- lesson: a `## <statement>` entry at the end of `topics/lessons.md` with the mistake and the fix as
+  quoted from one session, and the sessions the error shows in.
 
-A new topic file also gets its pointer line in MEMORY.md (under "## Topics" when there is one).
-Nothing here writes a file: the result is edits, which `dream_diff` turns into a proposal.
+A topic that does not exist yet is created (front matter, title) and gets its pointer line in MEMORY.md.
+Nothing here writes a file: the result is edits, which `patch.py` turns into a diff.
 """
 
 from __future__ import annotations
@@ -16,15 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory_server.dream.candidates import Candidate, term_pattern, topic_text
+from memory_server.dream.items import LESSONS, ProposalItem
 from memory_server.dream.patch import Edit
-from memory_server.dream.sessions import BACKTICKED, ERROR_WORDS
-from memory_server.dream.topics import HEADING, LESSONS, TopicFile, split_keep
+from memory_server.dream.topics import HEADING, TopicFile, split_keep
+from memory_server.files.root import MEMORY_INDEX
 from memory_server.files.scaffold import LESSONS_TEMPLATE
-from memory_server.files.store import MEMORY_INDEX
 from memory_server.parse.markdown import FENCE, LIST_ITEM
-
-LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?)?")
 
 
 @dataclass
@@ -33,7 +29,6 @@ class FileChange:
     old: list[str] | None  # None: a new file
     edits: list[Edit] = field(default_factory=list)
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
-    sha256: str | None = None
 
 
 def _headings(topic: TopicFile) -> list[tuple[int, int, str]]:
@@ -73,7 +68,7 @@ def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
 def _insert(topic: TopicFile, at: int, block: list[str], keys: tuple[str, ...]) -> Edit:
     """An insertion; when it lands after a last line without a newline, that line gets one."""
     if at == len(topic.lines) and at and not topic.lines[-1].endswith("\n"):
-        return Edit(at - 1, 1, [topic.lines[-1] + topic.eol] + block, keys)
+        return Edit(at - 1, 1, [topic.lines[-1] + topic.eol, *block], keys)
     return Edit(at, 0, block, keys)
 
 
@@ -84,81 +79,71 @@ def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[st
     return _insert(topic, at, block, keys)
 
 
-def _session_label(cand: Candidate) -> str:
-    first = min(cand.evidence, key=lambda e: (e.ts, e.path))
-    return f"{first.date or 'undated'}; `{first.path}`"
+def lesson_lines(item: ProposalItem, sessions: list[str], eol: str) -> list[str]:
+    error = next(q for q in item.evidence if q.role == "error")
+    fix = next(q for q in item.evidence if q.role == "fix")
+    seen = ", ".join(f"`{s}`" for s in sessions)
+    return [eol, f"## {item.statement}{eol}", eol, f"- Mistake: {_one(error.quote)} (`{error.ref}`){eol}",
+            f"- Fix: {_one(fix.quote)} (`{fix.ref}`){eol}", f"- Seen in: {seen}{eol}"]
 
 
-def lesson_lines(cand: Candidate, eol: str) -> list[str]:
-    error = cand.payload["error"]
-    core = next((m for m in BACKTICKED.findall(error) if ERROR_WORDS.search(m)), None) or error.replace("`", "")
-    title = core if len(core) <= 72 else core[:72].rsplit(" ", 1)[0] + "…"
-    fix = cand.payload["fix"] or "not recorded in the sessions; see them below"
-    seen = ", ".join(f"`{p}`" for p in cand.sessions)
-    return [eol, f"## {title}{eol}", eol, f"- Mistake: {cand.payload['error']}{eol}", f"- Fix: {fix}{eol}", f"- Seen in: {seen}{eol}"]
+def _one(text: str) -> str:
+    return " ".join(text.split())
 
 
-def _new_topic(path: str, title: str, description: str, date: str, body: list[str]) -> list[str]:
-    slug = path.rsplit("/", 1)[-1][:-3]
+def _new_topic(item: ProposalItem, date: str) -> list[str]:
+    slug = item.topic.rsplit("/", 1)[-1][:-3]
+    title = item.title or slug.replace("-", " ").capitalize()
+    description = item.description or f"{title}: from sessions up to {date}"
     head = f"---\ntitle: {title}\ndescription: {description}\nupdated: {date}\ntags: [{slug}]\n---\n# {title}\n"
-    return split_keep(head) + body
+    return split_keep(head)
 
 
-def build_changes(
-    proposed: list[Candidate], topics: dict[str, TopicFile], memory_md: TopicFile | None, date: str, decisions_slug: str
-) -> dict[str, FileChange]:
-    """Edits per file for the proposed candidates (each edit carries its candidate's fingerprint)."""
+def build_changes(items: list[ProposalItem], sections: dict[str, str], lesson_sessions: dict[str, list[str]],
+                  topics: dict[str, TopicFile], memory_md: TopicFile | None, date: str) -> dict[str, FileChange]:
+    """Edits per file for `items` (each edit carries its item's fingerprint). `sections`: fingerprint -> the
+    section an item without one was placed in; `lesson_sessions`: fingerprint -> the sessions a lesson shows in."""
     changes: dict[str, FileChange] = {}
-    new_files: dict[str, list[Candidate]] = {}
-    items: dict[tuple[str, str], list[Candidate]] = {}  # decisions by (topic, section)
-    known = dict(topics)
-    if memory_md is not None:
-        known[MEMORY_INDEX] = memory_md
+    new_files: dict[str, list[ProposalItem]] = {}
+    blocks: dict[tuple[str, str], list[ProposalItem]] = {}
+    known = {**topics, **({MEMORY_INDEX: memory_md} if memory_md is not None else {})}
 
     def change(path: str) -> FileChange:
         if path not in changes:
-            topic = known[path]
-            changes[path] = FileChange(path, topic.lines, sha256=topic.sha256)
+            changes[path] = FileChange(path, known[path].lines)
         return changes[path]
 
-    for cand in proposed:
-        keys = (cand.fingerprint,)
-        topic = topics.get(cand.target)
-        if topic is None:
-            new_files.setdefault(cand.target, []).append(cand)
-        elif cand.kind == "drift" and cand.payload.get("rewrite"):
-            ev = cand.topic_lines[0]
-            old_line = topic.lines[ev.start_line - 1]
-            marker = LIST_PREFIX.match(old_line).group(0)  # type: ignore[union-attr]
-            text = f"{marker}{topic_text(cand.payload['statement'])} (decided {_session_label(cand)}){topic.eol}"
-            change(cand.target).edits.append(Edit(ev.start_line - 1, 1, [text], keys))
-        elif cand.kind == "drift":
-            pattern, new = term_pattern(cand.payload["old"]), cand.payload["new"]
-            for ev in cand.topic_lines:
-                old_line = topic.lines[ev.start_line - 1]
-                line = pattern.sub(lambda m: new.upper() if m.group(0).isupper() and len(m.group(0)) > 1 else new, old_line)
-                change(cand.target).edits.append(Edit(ev.start_line - 1, 1, [line], keys))
-        elif cand.kind == "decision":
-            items.setdefault((cand.target, cand.payload["heading"]), []).append(cand)
-        elif cand.kind == "lesson":
-            change(cand.target).edits.append(_insert(topic, len(topic.lines), lesson_lines(cand, topic.eol), keys))
-    for (path, heading), cands in items.items():
-        lines = [f"- {topic_text(c.payload['statement'])} (decided {_session_label(c)})" for c in cands]
-        change(path).edits.append(_item_block(topics[path], heading, lines, tuple(c.fingerprint for c in cands)))
+    for item in items:
+        keys = (item.fingerprint,)
+        topic = topics.get(item.topic)
+        if item.replace_lines and topic is not None:
+            for ref in item.replace_lines:
+                n = int(ref.rsplit(":", 1)[1]) - 1
+                change(item.topic).edits.append(Edit(n, 1, [topic.lines[n].replace(item.old, item.new)], keys))
+        elif topic is None:
+            new_files.setdefault(item.topic, []).append(item)
+        elif item.kind == "lesson":
+            lines = lesson_lines(item, lesson_sessions.get(item.fingerprint, []), topic.eol)
+            change(item.topic).edits.append(_insert(topic, len(topic.lines), lines, keys))
+        else:
+            blocks.setdefault((item.topic, item.section or sections.get(item.fingerprint, "")), []).append(item)
+    for (path, heading), group in blocks.items():
+        lines = [f"- {i.statement}" for i in group]
+        change(path).edits.append(_item_block(topics[path], heading, lines, tuple(i.fingerprint for i in group)))
 
     pointers: list[str] = []
     pointer_keys: tuple[str, ...] = ()
-    for path, cands in sorted(new_files.items()):
-        keys = tuple(c.fingerprint for c in cands)
+    for path, group in sorted(new_files.items()):
+        keys = tuple(i.fingerprint for i in group)
         if path == LESSONS:
-            lines = split_keep(LESSONS_TEMPLATE) + [line for c in cands for line in lesson_lines(c, "\n")]
+            body = split_keep(LESSONS_TEMPLATE)
+            body += [ln for i in group for ln in lesson_lines(i, lesson_sessions.get(i.fingerprint, []), "\n")]
             title, description = "Lessons", "Mistakes made more than once, and what fixed them"
         else:
-            title = decisions_slug.replace("-", " ").capitalize()
-            description = "Decisions and rules from sessions that no other topic covers yet"
-            body = ["\n"] + [f"- {topic_text(c.payload['statement'])} (decided {_session_label(c)})\n" for c in cands]
-            lines = _new_topic(path, title, description, date, body)
-        changes[path] = FileChange(path, None, [Edit(0, 0, lines, keys)], lines)
+            body = _new_topic(group[0], date) + ["\n"] + [f"- {i.statement}\n" for i in group]
+            title = group[0].title or path.rsplit("/", 1)[-1][:-3].replace("-", " ").capitalize()
+            description = group[0].description or "from sessions"
+        changes[path] = FileChange(path, None, [Edit(0, 0, body, keys)], body)
         if memory_md is None or not re.search(r"\(" + re.escape(path) + r"\)", memory_md.text):
             pointers.append(f"- [{title}]({path}): {description}")
             pointer_keys += keys

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memory_server.files.store import DREAM_PENDING, MemoryRoot, atomic_write, layer_of
+from memory_server.files.root import DREAM_PENDING, MemoryRoot, layer_of
+from memory_server.files.writing import atomic_write
 from memory_server.settings import DreamSettings, Settings, load_settings
 
 log = logging.getLogger(__name__)

@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.dream.gate import PROPOSAL_META, DreamGate
-from memory_server.dream.patch import check_target
+from memory_server.dream.writeset import check_target
 from memory_server.errors import DreamError, PathRefusedError
 from memory_server.files.crashpoints import crash_point
-from memory_server.files.store import MemoryRoot, _fsync_dir, atomic_write, remove_stale_temps, sha256_bytes
+from memory_server.files.reading import sha256_bytes
+from memory_server.files.root import MemoryRoot
+from memory_server.files.writing import atomic_write, commit_staged, fsync_dir, remove_stale_temps, unlink_quietly
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,7 @@ class ApplyJournal:
             os.unlink(self.path)
         except FileNotFoundError:
             return
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
 
 
 def recover(gate: DreamGate) -> None:
@@ -149,20 +151,15 @@ def _roll_forward(root: MemoryRoot, entry: dict[str, Any]) -> str:
     old, new = entry.get("old_sha256"), entry["new_sha256"]
     current = _sha(dest)
     if current == new:
-        _unlink(temp)
+        unlink_quietly(temp)
         return "done"
     if current != old:
-        _unlink(temp)
+        unlink_quietly(temp)
         return "it was changed by someone after the apply started (neither its old nor its new content)"
     if temp is None or _sha(temp) != new:
-        _unlink(temp)
+        unlink_quietly(temp)
         return "the new content was lost (its temp file is gone or incomplete)"
-    if old is None:
-        os.link(temp, dest)  # fails rather than replace a file someone made meanwhile
-        os.unlink(temp)
-    else:
-        os.replace(temp, dest)
-    _fsync_dir(dest.parent)
+    commit_staged(temp, dest, exclusive=old is None)  # a link fails rather than replace a file made meanwhile
     return "moved"
 
 
@@ -205,11 +202,3 @@ def _sha(path: Path | None) -> str | None:
         return sha256_bytes(path.read_bytes()) if path is not None else None
     except (FileNotFoundError, IsADirectoryError):
         return None
-
-
-def _unlink(path: Path | None) -> None:
-    if path is not None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass

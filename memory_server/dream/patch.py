@@ -1,30 +1,18 @@
-"""Unified diffs for dream proposals: write them, read them back, apply chosen hunks, all or nothing.
+"""Unified diffs for dream proposals: make them, read them back, apply chosen hunks to lines in memory.
 
 A proposal is a git-style unified diff against the root (`a/topics/x.md`, `b/topics/x.md`; new files from
 `/dev/null`), three lines of context, "\\ No newline at end of file" where a file lacks its final newline,
 so `git apply --check` accepts it from the root. Applying never needs git: hunks are applied here, each
-checked line by line against the file, and every changed file is written to a temporary file first and
-only then renamed into place (if anything fails before the renames, nothing changed). The renames are
-journalled first (dream_journal.py), so even a process killed among them leaves a set that the next dream
-command completes.
+checked line by line against the text. Writing the result is `writeset.py`'s job.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from memory_server.errors import DreamError, PathRefusedError, StaleProposalError
-from memory_server.files.crashpoints import crash_point
-from memory_server.files.store import MEMORY_INDEX, TOPICS_DIR, _fsync_dir, atomic_write, sha256_bytes
-
-if TYPE_CHECKING:
-    from memory_server.dream.journal import ApplyJournal
+from memory_server.errors import DreamError
 
 CONTEXT = 3
 NO_EOL = "\\ No newline at end of file\n"
@@ -202,111 +190,3 @@ def apply_hunks(old: list[str], hunks: list[Hunk]) -> list[str]:
         out += old[pos:start] + [t for tag, t in hunk.lines if tag in " +"]
         pos = start + len(expected)
     return out + old[pos:]
-
-
-def check_target(root: Path, rel: str) -> Path:
-    """A proposal may only change MEMORY.md and topics/**/*.md, inside the root, and never through a symlink."""
-    parts = rel.split("/")
-    allowed = rel == MEMORY_INDEX or (parts[0] == TOPICS_DIR and rel.endswith(".md") and len(parts) > 1)
-    if not allowed or ".." in parts or any(p.startswith(".") or not p for p in parts) or "\\" in rel:
-        raise PathRefusedError(f"a proposal may change only MEMORY.md and topics/*.md, not {rel!r}")
-    dest = root / rel
-    probe = dest
-    while probe != root:
-        if probe.is_symlink():
-            raise PathRefusedError(f"{rel!r} goes through a symbolic link; refusing to write it")
-        probe = probe.parent
-    return dest
-
-
-def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]], regenerate: str,
-                         journal: ApplyJournal | None = None) -> None:
-    """Write each `rel: (new bytes, sha256 the file must have now, or None: must not exist)`, atomically as a set.
-
-    Every file goes to a temporary file beside it first; only when all are written (and every target is
-    still what the proposal expects) are they renamed into place. A failure before the renames changes
-    nothing; a failure during them puts back the files already replaced. With a `journal`, the renames are
-    recorded in it before the first one, so a process killed among them is finished by the next dream
-    command (see dream_journal.py); it is discarded when an error puts everything back.
-    """
-    dests = {rel: check_target(root, rel) for rel in changes}
-
-    def verify() -> dict[str, bytes | None]:
-        before: dict[str, bytes | None] = {}
-        for rel, (_data, expected) in changes.items():
-            current = dests[rel].read_bytes() if dests[rel].exists() else None
-            actual = sha256_bytes(current) if current is not None else None
-            if actual != expected:
-                what = "now exists" if expected is None else "no longer exists" if actual is None else "changed"
-                raise StaleProposalError(f"{rel} {what} since the proposal was made; nothing was applied. {regenerate}")
-            before[rel] = current
-        return before
-
-    verify()
-    temps: dict[str, str] = {}
-    try:
-        for rel, (data, _expected) in sorted(changes.items()):
-            dests[rel].parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{dests[rel].name}.", suffix=".dream.tmp", dir=dests[rel].parent)
-            temps[rel] = tmp
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, _mode(dests[rel]))
-        before = verify()
-        crash_point("dream-apply-before-journal")
-        if journal is not None:
-            journal.begin([
-                {"path": rel, "temp": Path(temps[rel]).relative_to(root).as_posix(), "old_sha256": expected,
-                 "new_sha256": sha256_bytes(data)}
-                for rel, (data, expected) in sorted(changes.items())
-            ])
-            crash_point("dream-apply-after-journal")
-    except BaseException:
-        for tmp in temps.values():
-            _unlink(tmp)
-        raise
-    done: list[str] = []
-    try:
-        for rel in sorted(changes):
-            if before[rel] is None:
-                os.link(temps[rel], dests[rel])  # a new file: fails rather than replace one made meanwhile
-                os.unlink(temps[rel])
-            else:
-                os.replace(temps[rel], dests[rel])
-            done.append(rel)
-            _fsync_dir(dests[rel].parent)
-            if len(done) == 1:
-                crash_point("dream-apply-after-first-rename")
-    except BaseException:
-        restored = True
-        for rel in reversed(done):  # put back what was already replaced, each atomically
-            old = before[rel]
-            try:
-                if old is None:
-                    os.unlink(dests[rel])
-                else:
-                    atomic_write(dests[rel], old)
-            except OSError:
-                restored = False
-        for tmp in temps.values():
-            _unlink(tmp)
-        if journal is not None and restored:
-            journal.discard()  # else the next dream command reconciles proposal.json with the files
-        raise
-
-
-def _mode(dest: Path) -> int:
-    """The permissions a written file gets: the replaced file's, or rw-r--r-- for a new one."""
-    try:
-        return os.stat(dest).st_mode & 0o7777
-    except FileNotFoundError:
-        return 0o644
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_server.files.sqlite import is_damage, quarantine
-
-# The same tokens FTS5's unicode61 tokenizer makes, and the stop words keyword search drops.
-from memory_server.search.exact import STOP_WORDS, TOKEN
+from memory_server.files.sqlite import connect, is_damage, quarantine
+from memory_server.parse.text import STOP_WORDS
+from memory_server.search.exact import TOKEN  # the same tokens FTS5's unicode61 tokenizer makes
+from memory_server.sessions.redact import redact_for_report
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +113,7 @@ class RecallLog:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=10.0, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=10000")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = connect(self.path, busy_seconds=10.0)
             conn.executescript(SCHEMA)
             self._conn = conn
         return self._conn
@@ -134,6 +131,7 @@ class RecallLog:
         """
         try:
             fields = [_hit_fields(h) for h in hits]
+            query = redact_for_report(str(query))  # a searched secret must not land in the log or a report
             row = (
                 float(time.time() if when is None else when),
                 str(tool),

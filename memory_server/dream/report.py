@@ -1,17 +1,36 @@
-"""REPORT.md of a dream proposal: one section per hunk (reason, evidence with file and lines, scores),
-then knowledge gaps, topics that may be stale, what stayed under the threshold, and notes."""
+"""REPORT.md of a dream proposal: one section per hunk (what it says, the stance, the evidence quoted with
+its reference and date), then what waits for the next pass, what was not promoted, refusals, knowledge
+gaps, topics that may be stale, and the sessions read. Every quoted text goes through redaction."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
-from memory_server.dream.candidates import Candidate, Evidence
+from memory_server.dream.evidence import SessionEvidence
 from memory_server.dream.gate import format_time
 from memory_server.dream.patch import Hunk
-from memory_server.settings import DreamSettings
+from memory_server.dream.verify import Verified
+from memory_server.sessions.redact import redact_for_report
 
-KIND_TITLES = {"drift": "policy drift", "decision": "decision", "lesson": "lesson", "stale": "may be stale"}
-SIGNALS = ("support", "recency", "recall_count", "recall_quality", "distinct_queries", "rule")
+STANCE_WORDS = {"adopted": "adopted", "rejected": "decided against", "hypothetical": "only supposed",
+                "reverted": "taken back later"}
+
+
+@dataclass
+class ReportInput:
+    dream_id: str
+    created: float
+    origin: str  # "agent" (dream propose) or "run" (dream run, no agent)
+    sessions: list[str]
+    hunks: list[Hunk]
+    proposed: dict[str, Verified]
+    held_back: list[Verified]
+    listed: list[Verified]
+    refusals: list[str]
+    extra: dict[str, Any]  # "gaps": [...], "stale": [...], "notes": [...]
+    evidence: list[SessionEvidence]
 
 
 def _one_line(text: str, limit: int = 240) -> str:
@@ -19,124 +38,76 @@ def _one_line(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _evidence(ev: Evidence) -> str:
-    return f"`{ev.where()}` ({ev.date or 'undated'}): {_one_line(ev.text)}"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def scores_line(cand: Candidate, settings: DreamSettings) -> str:
-    parts = [f"prior {cand.signals.get('prior', 0.0):.2f}"]
-    for name in SIGNALS:
-        parts.append(f"{name} {cand.signals.get(name, 0.0):.2f} × {getattr(settings, 'weight_' + name):.2f}")
-    searches = int(cand.signals.get("searches", 0))
-    return (
-        f"score {cand.score:.2f} (threshold {settings.min_score:.2f}): {'; '.join(parts)}; "
-        f"{searches} recorded search{'es' if searches != 1 else ''} found this evidence"
-    )
-
-
-def reason(cand: Candidate) -> str:
-    if cand.kind == "drift" and cand.payload.get("rewrite"):
-        line = cand.topic_lines[0]
-        return (
-            f"{line.where()} says nearly the same as a newer session, but not the same. Both are shown with their "
-            "dates; the proposal replaces the topic's line by the session's statement. Confirm which is true now."
-        )
-    if cand.kind == "drift":
-        old, new = cand.payload["old"], cand.payload["new"]
-        return (
-            f"{cand.target} still says {old}, but a newer session says the project moved from {old} to {new}. "
-            f"Both are shown with their dates; the proposal rewrites the lines that say {old}. The wording is "
-            "mechanical: check commands and names before applying."
-        )
-    if cand.kind == "decision":
-        where = f"the section \"{cand.payload['heading']}\" of {cand.target}" if cand.payload["heading"] else cand.target
-        return f"A session states a decision or rule that {cand.target} does not record yet; proposed for {where}."
-    if cand.kind == "lesson":
-        return (
-            f"The same error shows in {len(cand.sessions)} sessions; proposed as an entry of {cand.target} "
-            "with the mistake, the fix and the sessions."
-        )
-    return f"{cand.target} has not changed since {cand.payload.get('since')} while {len(cand.sessions)} sessions mention its subject."
-
-
-def candidate_section(cand: Candidate, settings: DreamSettings) -> list[str]:
-    out = [f"Reason: {reason(cand)}", ""]
-    if cand.topic_lines:
-        out.append(f"What {cand.target} says today (changed {cand.topic_lines[0].date or 'on an unknown date'}):")
-        out += [f"- `{ev.where()}`: {_one_line(ev.text)}" for ev in cand.topic_lines]
-        out.append("")
-    out.append("What the sessions say:")
-    out += [f"- {_evidence(ev)}" for ev in sorted(cand.evidence, key=lambda e: (e.ts, e.path, e.start_line))]
-    for ev in cand.payload.get("contradicted_by", []):
-        out.append(f"- earlier, the other way round: {_evidence(ev)}")
-    out += ["", f"Scores: {scores_line(cand, settings)}", "", f"Fingerprint: `{cand.fingerprint}`", ""]
+def _item_section(v: Verified, dates: dict[str, str | None]) -> list[str]:
+    item = v.item
+    out = [f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{item.topic}`"
+           + (f" § {item.section}" if item.section else "")]
+    if item.replace_lines:
+        out.append(f"- Replaces `{item.old}` by `{item.new}` on {', '.join('`' + r + '`' for r in item.replace_lines)}")
+    out.append("- Evidence:")
+    for q in item.evidence:
+        role = f" ({q.role})" if q.role != "support" else ""
+        out.append(f"  - `{q.ref}` {dates.get(q.source) or ''}{role}: \"{_one_line(q.quote, 300)}\"")
+    out += [f"- Fingerprint: `{item.fingerprint}`", ""]
     return out
 
 
-def render_report(
-    dream_id: str,
-    created: float,
-    sessions: list[str],
-    hunks: list[Hunk],
-    proposed: dict[str, Candidate],
-    stale: list[Candidate],
-    below: list[Candidate],
-    gaps: list[dict],
-    notes: list[str],
-    settings: DreamSettings,
-) -> str:
-    files = sorted({h.path for h in hunks})
-    out = [
-        f"# Dream {dream_id}",
-        "",
-        f"Made {format_time(created)} from {len(sessions)} new session{'s' if len(sessions) != 1 else ''}. "
-        "Nothing in topics/ or MEMORY.md has changed: a person applies or rejects this proposal.",
-        "",
-    ]
-    if hunks:
-        out += [
-            f"- Proposal: `dreams/{dream_id}/proposal.diff` ({len(hunks)} hunk{'s' if len(hunks) != 1 else ''} "
-            f"in {len(files)} file{'s' if len(files) != 1 else ''}: {', '.join(files)})",
-            f"- Review: `memory-server dream show {dream_id}`",
-            f"- Apply: `memory-server dream apply {dream_id}` (all), or `--hunks 1,3` for some",
-            f"- Reject: `memory-server dream reject {dream_id} --hunks 2` (a rejected change is never proposed again)",
-            "",
-        ]
+def render_report(r: ReportInput) -> str:
+    dates = {s.ref_base: s.date for s in r.evidence}
+    files = sorted({h.path for h in r.hunks})
+    made = "the agent's items, each verified against the sessions" if r.origin == "agent" else (
+        "`dream run` without an agent: repeated errors with their fix, knowledge gaps and stale topics only")
+    out = [f"# Dream {r.dream_id}", "",
+           f"Made {format_time(r.created)} from {_plural(len(r.sessions), 'new session')} ({made}). Nothing in "
+           "topics/ or MEMORY.md has changed: a person applies or rejects this proposal.", ""]
+    if r.hunks:
+        out += [f"- Proposal: `dreams/{r.dream_id}/proposal.diff` ({_plural(len(r.hunks), 'hunk')} in "
+                f"{_plural(len(files), 'file')}: {', '.join(files)})",
+                f"- Review: `memory-server dream show {r.dream_id}`",
+                f"- Apply: `memory-server dream apply {r.dream_id}` (all), or `--hunks 1,3` for some",
+                f"- Reject: `memory-server dream reject {r.dream_id} --hunks 2` (a rejected change is never proposed again)",
+                ""]
     else:
         out += ["No changes to topics are proposed.", ""]
-    for hunk in hunks:
-        cands = [proposed[k] for k in hunk.keys if k in proposed]
-        kinds = ", ".join(dict.fromkeys(KIND_TITLES[c.kind] for c in cands))
-        out += [f"## Hunk {hunk.n}: {hunk.path} ({kinds})", ""]
+    for hunk in r.hunks:
+        items = [r.proposed[k] for k in hunk.keys if k in r.proposed]
+        out += [f"## Hunk {hunk.n}: {hunk.path}", ""]
         added = [t.rstrip("\r\n") for tag, t in hunk.lines if tag == "+" and t.strip()]
         if added:
             out += ["Proposed lines:", "", "```markdown", *added, "```", ""]
-        for cand in cands:
-            if len(cands) > 1:
-                out += [f"### {_one_line(cand.summary, 120)}", ""]
-            out += candidate_section(cand, settings)
+        for v in items:
+            out += [f"### {_one_line(v.item.statement, 160)}", ""] + _item_section(v, dates)
+    if r.held_back:
+        out += ["## Verified, waiting for the next proposal", "",
+                f"Over the limit of hunks per proposal (`dream.max_hunks`); propose them again after this review:", ""]
+        out += [f"- {v.item.kind}: {_one_line(v.item.statement, 200)} (`{v.item.topic}`)" for v in r.held_back] + [""]
+    if r.listed:
+        out += ["## Not promoted", "", "Verified, but not for a topic: questions, hypotheses, things taken back, gaps.", ""]
+        out += [f"- {v.item.kind}, {STANCE_WORDS[v.item.stance]}: {_one_line(v.item.statement, 200)} "
+                f"({', '.join('`' + q.ref + '`' for q in v.item.evidence[:3])})" for v in r.listed] + [""]
+    if r.refusals:
+        out += ["## Refused items", ""] + [f"- {_one_line(x, 400)}" for x in r.refusals] + [""]
+    gaps = r.extra.get("gaps") or []
     if gaps:
         out += ["## Knowledge gaps", "", "Asked again and again, never answered well: worth a topic.", ""]
         for g in gaps:
             asked = "; ".join(f'"{_one_line(q, 80)}"' for q in g["queries"][:3])
-            out.append(
-                f"- {asked}: asked {g['asks']} times, last {format_time(g['last_asked'])}; best hit held "
-                f"{g['best_coverage']:.0%} of the query's words"
-            )
+            out.append(f"- {asked}: asked {g['asks']} times, last {format_time(g['last_asked'])}; best hit held "
+                       f"{g['best_coverage']:.0%} of the query's words")
         out.append("")
+    stale = r.extra.get("stale") or []
     if stale:
         out += ["## Topics that may be stale", "", "Review these by hand; no change is proposed for them.", ""]
-        for cand in stale:
-            out += [f"### {cand.target}", ""] + candidate_section(cand, settings)
-    if below:
-        out += ["## Not proposed: under the threshold", ""]
-        out += [
-            f"- {KIND_TITLES[c.kind]}: {_one_line(c.summary, 160)} (score {c.score:.2f}; "
-            f"{', '.join('`' + e.where() + '`' for e in c.evidence[:3])})"
-            for c in below
-        ]
-        out.append("")
+        out += [f"- `{s['path']}` (updated {s['updated']}): {s['age_days']} days older than the newest session; its "
+                f"subject comes up in {_plural(len(s['sessions']), 'session')} since: "
+                + ", ".join(f"`{x}`" for x in s["sessions"][:5]) for s in stale] + [""]
+    notes = r.extra.get("notes") or []
     if notes:
         out += ["## Notes", ""] + [f"- {_one_line(n, 400)}" for n in notes] + [""]
-    out += ["## Sessions processed", ""] + [f"- `{s}`" for s in sessions] + [""]
-    return "\n".join(out)
+    out += ["## Sessions read", ""] + [f"- `{s}`" for s in r.sessions] + [""]
+    # A last pass: a secret quoted from a session, a topic or a past query never reaches the report.
+    return redact_for_report("\n".join(out))

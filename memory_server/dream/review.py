@@ -18,11 +18,14 @@ from typing import Any
 
 from memory_server.dream.gate import DreamGate, format_time
 from memory_server.dream.journal import ApplyJournal, pending_journals
-from memory_server.dream.patch import Hunk, apply_hunks, parse_diff, write_all_or_nothing
-from memory_server.dream.run import _read_meta, dream_lock, list_proposals
+from memory_server.dream.patch import Hunk, apply_hunks, parse_diff
+from memory_server.dream.proposals import dream_lock, list_proposals, newest_id
+from memory_server.dream.proposals import read_meta as _read_meta
+from memory_server.dream.writeset import write_all_or_nothing
 from memory_server.dream.topics import split_keep
 from memory_server.errors import ConfigError, DreamError, NotFoundError, StaleProposalError
-from memory_server.files.store import MemoryRoot, sha256_bytes
+from memory_server.files.reading import sha256_bytes
+from memory_server.files.root import MemoryRoot
 from memory_server.settings import Settings, load_settings
 
 
@@ -151,7 +154,8 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
     elif pending:
         try:
             _check(mroot, meta, _parsed(mroot, meta), pending)
-            check = f"hunks {', '.join(map(str, pending))} apply cleanly to the files as they are now"
+            check = (f"hunk {pending[0]} applies cleanly" if len(pending) == 1 else
+                     f"hunks {', '.join(map(str, pending))} apply cleanly") + " to the files as they are now"
         except DreamError as exc:
             check = str(exc)
     return {
@@ -168,11 +172,12 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
     }
 
 
-def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None, action: str,
+def _review(root: str | os.PathLike[str], proposal_id: str | None, hunks: Sequence[int] | None, action: str,
             clock: Callable[[], float]) -> dict[str, Any]:
     mroot = MemoryRoot(root)
     gate = DreamGate(mroot, _settings(mroot), clock)
     with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
+        proposal_id = proposal_id or newest_id(mroot)  # like `show`: the newest with hunks to review
         meta = _read_meta(mroot, proposal_id)
         if meta["status"] == "superseded":
             raise DreamError(f"proposal {proposal_id} was superseded by {meta.get('superseded_by')}; review that one")
@@ -189,7 +194,7 @@ def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int]
                 h["status"] = bucket
                 h[f"{bucket}_at"] = now
                 for fp in h["fingerprints"]:
-                    signature = meta.get("candidates", {}).get(fp, {}).get("signature")
+                    signature = meta.get("items", {}).get(fp, {}).get("signature")
                     state[bucket][fp] = {"proposal": proposal_id, "hunk": h["n"], "at": now, "summary": h["summary"],
                                          "signature": signature}
         if all(h["status"] != "pending" for h in meta["hunks"]):
@@ -204,13 +209,15 @@ def _review(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int]
         return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": sorted(changes)}
 
 
-def apply_proposal(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None = None, *,
+def apply_proposal(root: str | os.PathLike[str], proposal_id: str | None = None, hunks: Sequence[int] | None = None, *,
                    clock: Callable[[], float] = time.time) -> dict[str, Any]:
-    """Apply the chosen hunks (default: every pending one) to topics/ and MEMORY.md, all or nothing."""
+    """Apply the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
+    review) to topics/ and MEMORY.md, all or nothing."""
     return _review(root, proposal_id, hunks, "apply", clock)
 
 
-def reject_proposal(root: str | os.PathLike[str], proposal_id: str, hunks: Sequence[int] | None = None, *,
+def reject_proposal(root: str | os.PathLike[str], proposal_id: str | None = None, hunks: Sequence[int] | None = None, *,
                     clock: Callable[[], float] = time.time) -> dict[str, Any]:
-    """Reject the chosen hunks (default: every pending one); their candidates are never proposed again."""
+    """Reject the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
+    review); their items are never proposed again."""
     return _review(root, proposal_id, hunks, "reject", clock)

@@ -9,14 +9,14 @@ clear or compact) with JSON on stdin:
 Output: plain text on stdout, which Claude Code adds to the session's context (exit status 0). When a
 dream is due it sets `<root>/.dream-pending` and prints one short line asking the agent to run `/dream`;
 when not, it removes the flag and prints nothing, so it costs no tokens. It never fails the session: any
-problem goes to stderr and the hook still exits 0.
+problem goes to stderr and the hook still exits 0. Outside a memory root it writes nothing and prints one
+line on stderr.
 
 Fast by construction: only the dream gate (a folder walk and a small JSON file), no index, no model.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.errors import MemoryServerError
+from memory_server.files.root import is_memory_root, not_set_up_message
 from memory_server.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,10 @@ def session_start(
     if payload.get("hook_event_name", "SessionStart") != "SessionStart":
         return ""
     root_path = Path(root).expanduser()
-    if not (root_path / "sessions").is_dir() and not (root_path / "topics").is_dir():
-        return ""  # not a memory root: nothing to consolidate
+    if not is_memory_root(root_path):
+        # The plugin runs in every project: outside a memory root, write nothing and say why in one line.
+        print(f"memory-server SessionStart hook: nothing to do: {not_set_up_message(root_path)}", file=sys.stderr)
+        return ""
     try:
         settings = load_settings(root_path)
     except MemoryServerError as exc:
@@ -69,39 +72,3 @@ def session_start(
     last = state.get("last_dream")
     hours = None if last is None else max(0.0, (gate.clock() - float(last)) / 3600.0)
     return context_line(len(gate.unprocessed_sessions(state)), hours)
-
-
-def main(argv: list[str] | None = None, stdin: Any = None, stdout: Any = None) -> int:
-    """`memory-server hook session-start [--root DIR]`: read the hook JSON on stdin, print the context.
-
-    The root is --root, else $MEMORY_ROOT, else the payload's `cwd`, else the current folder.
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-    root: str | None = None
-    if "--root" in args:
-        i = args.index("--root")
-        root = args[i + 1] if i + 1 < len(args) else None
-    try:
-        raw = stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            raise ValueError("the hook input is not a JSON object")
-    except ValueError as exc:
-        print(f"memory-server hook session-start: ignoring unreadable input ({exc})", file=sys.stderr)
-        return 0
-    root = root or os.environ.get("MEMORY_ROOT") or payload.get("cwd") or os.getcwd()
-    try:
-        text = session_start(payload, root)
-    except Exception as exc:  # a hook must never break the session
-        print(f"memory-server hook session-start: {exc}", file=sys.stderr)
-        return 0
-    if text:
-        stdout.write(text + "\n")
-        stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,8 +21,10 @@ import numpy as np
 
 from memory_server.dream.recall import content_words
 from memory_server.errors import MemoryServerError, QueryError
-from memory_server.files.store import TOPICS_DIR, sha256_bytes
-from memory_server.parse.markdown import iso_date, split_front_matter
+from memory_server.files.reading import sha256_bytes
+from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
+from memory_server.parse.frontmatter import split_front_matter
+from memory_server.parse.markdown import iso_date
 from memory_server.search.hybrid import search_exact, search_hybrid, validate
 from memory_server.settings import DreamSettings
 
@@ -63,10 +65,6 @@ class TopicFile:
     def eol(self) -> str:
         return "\r\n" if sum(ln.endswith("\r\n") for ln in self.lines) * 2 > len(self.lines) else "\n"
 
-    def heading_at(self, index: int) -> tuple[int, str] | None:
-        m = HEADING.match(self.lines[index].rstrip("\r\n")) if index < len(self.lines) else None
-        return (len(m.group(1)), m.group(2).strip()) if m else None
-
 
 def load_topic(path: str, raw: bytes, mtime: float) -> TopicFile | None:
     try:
@@ -90,6 +88,30 @@ def load_topic(path: str, raw: bytes, mtime: float) -> TopicFile | None:
                 break
     title = title or path.rsplit("/", 1)[-1][:-3].replace("-", " ")
     return TopicFile(path, raw, text, lines, title, date, [str(t) for t in tags] if isinstance(tags, list) else [str(tags)], body_start)
+
+
+def load_topics(root: MemoryRoot) -> tuple[dict[str, TopicFile], TopicFile | None]:
+    """Every readable topic file (not through a symlink), and MEMORY.md apart."""
+    topics: dict[str, TopicFile] = {}
+    memory_md = None
+    for rel, layer in root.memory_files():
+        path = root.path / rel
+        if layer != "topic" or path.is_symlink():
+            continue
+        topic = load_topic(rel, path.read_bytes(), path.stat().st_mtime)
+        if topic is None:
+            continue
+        if rel == MEMORY_INDEX:
+            memory_md = topic
+        else:
+            topics[rel] = topic
+    return topics, memory_md
+
+
+def semantic_usable(memory: Any) -> bool:
+    """Whether a Memory can match by meaning: it has an embedder and an open vector index."""
+    vectors = getattr(memory, "vectors", None)
+    return getattr(memory, "embedder", None) is not None and vectors is not None and bool(getattr(vectors, "is_open", False))
 
 
 @dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_server.files.store import CLAUDE_MD, MEMORY_INDEX, SESSIONS_DIR, STATE_DIR, TOPICS_DIR, atomic_write
+from memory_server.files.root import CLAUDE_MD, DREAM_PENDING, MEMORY_INDEX, SESSIONS_DIR, STATE_DIR, TOPICS_DIR
+from memory_server.files.writing import atomic_write
 
 MEMORY_TEMPLATE = """\
 # Memory
@@ -18,6 +19,8 @@ Search everything with the `search_memory` and `search_exact` tools of the memor
 """
 
 CLAUDE_TEMPLATE = """\
+@MEMORY.md
+
 # Memory precedence
 
 This project keeps long-term memory in Markdown, searchable through the `memory` MCP server
@@ -46,7 +49,8 @@ tags: [lessons]
 One entry per repeated mistake: what went wrong, the fix, and the sessions that show it.
 """
 
-GITIGNORE = ".memory/\n"
+# Derived state, and the flag the session-start hook leaves for a due dream: neither belongs in git.
+GITIGNORE = f"{STATE_DIR}/\n{DREAM_PENDING}\n"
 
 
 def init_root(path: Path) -> list[str]:

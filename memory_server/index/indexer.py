@@ -10,6 +10,7 @@ two is repaired by the next run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -18,18 +19,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import filelock
 import numpy as np
 
-from memory_server.errors import LockedError
 from memory_server.files.crashpoints import crash_point
-from memory_server.files.store import FileSkipped, MemoryRoot, layer_of
+from memory_server.files.locks import INDEX_LOCK, WriterLock
+from memory_server.files.reading import FileSkipped
+from memory_server.files.root import MemoryRoot, layer_of
 from memory_server.index.embed_cache import EmbeddingCache
+from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
 from memory_server.index.vectors import VectorIndex
-from memory_server.parse.markdown import EMBED_RECIPE, Chunk, parse_document
+from memory_server.parse.markdown import Chunk, parse_document
 from memory_server.sessions.transcript_layer import transcript_chunks, transcript_sources
 from memory_server.settings import Settings
 
@@ -86,8 +88,10 @@ class Indexer(IndexRepairs):
         self.vectors = vectors
         self.embedder = embedder
         self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
-        self.lock = filelock.FileLock(str(root.state_dir / "index.lock"))
-        self._thread_lock = threading.Lock()  # one sync per process at a time; the file lock is per process
+        self.lock = WriterLock(
+            root.state_dir / INDEX_LOCK,
+            "another process has been writing the index for over {timeout}s ({path}); try again when it finishes",
+        )
         self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
@@ -96,10 +100,8 @@ class Indexer(IndexRepairs):
 
     # -- syncing ------------------------------------------------------------------------------
 
-    def _writer(self, timeout: float):
-        if not self._thread_lock.acquire(timeout=timeout if timeout >= 0 else -1):
-            raise LockedError(f"another index update in this process has run for over {timeout:.0f}s; try again")
-        return _Held(self._thread_lock, self.lock, timeout)
+    def _writer(self, timeout: float) -> contextlib.AbstractContextManager[None]:
+        return self.lock.held(timeout)
 
     def sync(
         self,
@@ -349,7 +351,7 @@ class Indexer(IndexRepairs):
         for r in records:
             chunks.extend(self.fts.chunks_of(r.path))
         misses = self.cache.misses
-        texts = [c.embed_text() for c in chunks]
+        texts = [embed_text(c) for c in chunks]
         # Slices of similar length (so the model's batches pad little), checking for cancellation between
         # them: a slice takes a second or two, so a closing server never waits long.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -373,34 +375,6 @@ class Indexer(IndexRepairs):
             self.fts.rollback()
             raise
         return len(chunks)
-
-
-class _Held:
-    """Context manager holding the in-process lock (already acquired) and the cross-process file lock."""
-
-    def __init__(self, thread_lock: threading.Lock, file_lock: filelock.FileLock, timeout: float) -> None:
-        self.thread_lock = thread_lock
-        self.file_lock = file_lock
-        self.timeout = timeout
-
-    def __enter__(self) -> None:
-        try:
-            self.file_lock.acquire(timeout=self.timeout)
-        except filelock.Timeout as exc:
-            self.thread_lock.release()
-            raise LockedError(
-                f"another process has been writing the index for over {self.timeout:.0f}s "
-                f"({self.file_lock.lock_file}); try again when it finishes"
-            ) from exc
-        except BaseException:
-            self.thread_lock.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.file_lock.release()
-        finally:
-            self.thread_lock.release()
 
 
 def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:

@@ -17,13 +17,10 @@ Chroma server needs none of this: it is one process.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,8 +29,10 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from memory_server.errors import LockedError, VectorStoreError
+from memory_server.errors import VectorStoreError
 from memory_server.files.crashpoints import crash_point
+from memory_server.files.locks import CHROMA_LOCK, FileLock
+from memory_server.files.writing import atomic_write
 from memory_server.parse.markdown import Chunk
 from memory_server.settings import VectorSettings
 
@@ -63,9 +62,14 @@ class VectorIndex:
         self._collection: Any = None
         self._lock = threading.RLock()
         self._shared = settings.backend == "persistent"  # an embedded store other processes also open
-        self._lock_path = self.persist_dir.parent / "chroma.lock"
+        self._store_lock = FileLock(
+            self.persist_dir.parent / CHROMA_LOCK,
+            "another process has held the vector index ({path}) for over {timeout}s; "
+            "search answers from keywords meanwhile; try again shortly",
+            poll=0.005,
+        )
         self._epoch_path = self.persist_dir.parent / "chroma.epoch"
-        self._lock_fd: int | None = None
+        self._store_lock_taken = False  # False while reading a read-only root, where no lock file can be made
         self._depth = 0
         self._epoch: str | None = None  # the stamp this process's view was loaded under
         self._store_id: tuple[int, int] | None = None  # (device, inode) of chroma.sqlite3 when opened
@@ -89,7 +93,8 @@ class VectorIndex:
         with self._lock:
             outer = self._depth == 0
             if outer and self._shared:
-                self._acquire(timeout if timeout is not None else (WRITE_LOCK_SECONDS if write else READ_LOCK_SECONDS))
+                wait = timeout if timeout is not None else (WRITE_LOCK_SECONDS if write else READ_LOCK_SECONDS)
+                self._acquire(wait, optional=not write)
             self._depth += 1
             try:
                 if self._shared:
@@ -102,32 +107,13 @@ class VectorIndex:
                 if outer and self._shared:
                     self._release()
 
-    def _acquire(self, timeout: float) -> None:
-        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._lock_fd = fd
-                return
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    os.close(fd)
-                    raise VectorStoreError(f"cannot lock the vector index ({self._lock_path}): {exc}") from exc
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise LockedError(
-                    f"another process has held the vector index ({self._lock_path}) for over {timeout:.0f}s; "
-                    "search answers from keywords meanwhile; try again shortly"
-                )
-            time.sleep(0.005)
+    def _acquire(self, timeout: float, *, optional: bool = False) -> None:
+        self._store_lock_taken = self._store_lock.acquire(timeout, optional=optional)
 
     def _release(self) -> None:
-        fd, self._lock_fd = self._lock_fd, None
-        if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        if self._store_lock_taken:
+            self._store_lock_taken = False
+            self._store_lock.release()
 
     def _read_epoch(self) -> str:
         try:
@@ -137,9 +123,7 @@ class VectorIndex:
 
     def _stamp(self) -> None:
         epoch = os.urandom(8).hex()
-        tmp = self._epoch_path.with_name(f".{self._epoch_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(epoch, encoding="ascii")
-        os.replace(tmp, self._epoch_path)
+        atomic_write(self._epoch_path, epoch)
         self._epoch = epoch
 
     def _follow_other_processes(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from memory_server.files.store import MEMORY_INDEX, SESSIONS_DIR, TOPICS_DIR, MemoryRoot, layer_of
+from memory_server.files.root import MEMORY_INDEX, SESSIONS_DIR, TOPICS_DIR, MemoryRoot, layer_of
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,13 @@
 """Parse a memory file into a Document: front matter, title, date, and chunks that follow the Markdown.
 
-A chunk is one block (a paragraph, a list item with its nested lines, a fenced code block, a table, a
-quote) under its heading path, with exact 1-based inclusive line numbers into the original file. Blocks
-longer than `max_chunk_chars` are split on line boundaries. Headings are not chunks; they travel with
-the blocks beneath them.
+A chunk is one block (a paragraph, a list item with its nested lines, a code block, a table, a quote, an
+HTML block, a link reference definition) under its heading path, with exact 1-based inclusive line numbers
+into the original file. Blocks longer than `max_chunk_chars` are split on line boundaries. Headings are
+not chunks; they travel with the blocks beneath them.
+
+The blocks come from markdown-it-py's CommonMark parser (with GFM tables): its block tokens carry `.map`,
+the 0-based [start, end) line range of each block. The parser is handed the body lines exactly as
+`str.splitlines()` cut them, joined with "\\n", so its line numbers and ours cannot drift apart.
 """
 
 from __future__ import annotations
@@ -11,21 +15,49 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
-SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+from memory_server.parse.frontmatter import split_front_matter
+
+__all__ = [
+    "FENCE",
+    "LIST_ITEM",
+    "Chunk",
+    "Document",
+    "document_date",
+    "iso_date",
+    "parse_document",
+    "split_front_matter",
+]
+
+# Line patterns for code that edits a file line by line (dream edits) and needs no full parse. A backtick
+# fence's info string cannot contain a backtick (CommonMark 4.5), so "```a``` b" is not a fence.
+FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 LIST_ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)")
-THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
-# Bump when Chunk.embed_text() changes: the indexer then re-embeds every chunk.
-EMBED_RECIPE = "2"
-EMPHASIS = re.compile(r"\*\*|__")
 DATE_PREFIX = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+# Block structure only: chunks need line ranges, never the inline parse (emphasis, links), which would
+# double the time. `inline_definitions` makes link reference definitions tokens with a line range too.
+_BLOCKS = MarkdownIt("commonmark", {"inline_definitions": True}).enable("table").disable(["inline", "text_join"])
+# Long files are parsed a segment at a time (see _segment_end): the parser's cost per line then stays flat
+# instead of growing with the token list it keeps in memory.
+SEGMENT_CHARS = 64 * 1024
+# Top-level block tokens that are chunks; a top-level list gives one chunk per item instead.
+_CHUNK_KINDS = {
+    "paragraph_open": "para",
+    "fence": "code",
+    "code_block": "code",
+    "table_open": "table",
+    "blockquote_open": "quote",
+    "html_block": "html",
+    "definition": "para",
+}
 
 
 @dataclass(frozen=True)
@@ -42,13 +74,6 @@ class Chunk:
     date: str | None
     text: str
 
-    def embed_text(self) -> str:
-        """What the embedder sees: the chunk with the context a reader would have (title, heading, date)."""
-        context = " > ".join(p for p in (self.title, self.heading) if p)
-        prefix = f"{context} ({self.date})" if self.date else context
-        body = EMPHASIS.sub("", self.text)  # ** and __ are noise to the tokenizer, not meaning
-        return f"{prefix}\n{body}" if prefix else body
-
 
 @dataclass
 class Document:
@@ -59,29 +84,6 @@ class Document:
     meta: dict[str, Any]
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
-
-
-def split_front_matter(lines: list[str]) -> tuple[dict[str, Any], int, list[str]]:
-    """Return (metadata, number of lines the front matter takes, warnings).
-
-    Malformed YAML gives empty metadata and a warning; the body is still indexed.
-    """
-    if not lines or lines[0].strip() != "---":
-        return {}, 0, []
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            block = "\n".join(lines[1:i])
-            try:
-                meta = yaml.safe_load(block) if block.strip() else {}
-            except yaml.YAMLError as exc:
-                first = str(exc).splitlines()[0] if str(exc) else "parse error"
-                return {}, i + 1, [f"front matter is not valid YAML ({first}); indexed without it"]
-            if meta is None:
-                meta = {}
-            if not isinstance(meta, dict):
-                return {}, i + 1, ["front matter is not a mapping; indexed without it"]
-            return meta, i + 1, []
-    return {}, 0, ["front matter is not closed with '---'; treated as text"]
 
 
 def iso_date(value: Any) -> str | None:
@@ -139,94 +141,108 @@ def _chunk(path: str, layer: str, s: int, e: int, title: str, heading: str, date
     return Chunk(digest, path, layer, s, e, title, heading, date, body)
 
 
-def _blocks(lines: list[str], start: int):
-    """Yield (kind, heading path, start_line, end_line) for each block; kind 'h1' carries a title instead."""
-    headings: list[tuple[int, str]] = []
-    i = start
-    n = len(lines)
+def _blocks(lines: list[str], body_start: int) -> Iterator[tuple[str, str, int, int]]:
+    """Yield (kind, heading path, start_line, end_line) for each block, 1-based inclusive and trimmed of
+    blank lines; kind 'h1' is the first level-1 heading before any other and carries the title instead."""
+    walker = _BlockWalker(lines)
+    start, size = body_start, SEGMENT_CHARS
+    while start < len(lines):
+        end = _segment_end(lines, start, size)
+        tokens = _BLOCKS.parse("\n".join(lines[start:end]))
+        reopen = _open_at_end(tokens, end - start) if end < len(lines) else None
+        if reopen is None:
+            yield from walker.walk(tokens, start, end)
+            start, size = end, SEGMENT_CHARS
+        else:
+            # A fence or raw HTML block runs past the cut: keep what came before it and parse again from
+            # its first line with twice the room (so a long one costs linear time, not quadratic).
+            yield from walker.walk(tokens, start, start + reopen)
+            start, size = start + reopen, size * 2
 
-    def path() -> str:
-        return " > ".join(t for _, t in headings)
 
-    def set_heading(level: int, text: str) -> None:
-        while headings and headings[-1][0] >= level:
-            headings.pop()
-        headings.append((level, text))
-
-    while i < n:
+def _segment_end(lines: list[str], start: int, size: int) -> int:
+    """Where to stop the parse that begins at `start`: the first line, once about `size` characters are
+    behind, that is not blank, starts at column 0 and follows a blank line. At such a line no paragraph,
+    list, quote, table or indented code can carry on, so CommonMark starts afresh there; only a fence or a
+    raw HTML block (script, pre, style, textarea, comment...) can still be open, which the caller checks."""
+    acc = 0
+    for i in range(start, len(lines)):
         line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        fence = FENCE.match(line)
-        if fence:
-            marker = fence.group(1)
-            j = i + 1
-            while j < n and not re.match(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", lines[j]):
-                j += 1
-            end = min(j, n - 1)
-            yield "code", path(), i + 1, end + 1
-            i = end + 1
-            continue
-        atx = ATX_HEADING.match(line)
-        if atx:
-            level, text = len(atx.group(1)), (atx.group(2) or "").strip()
-            if level == 1 and not headings:
-                yield "h1", text, i + 1, i + 1
-            set_heading(level, text)
-            i += 1
-            continue
-        if THEMATIC_BREAK.match(line) and not LIST_ITEM.match(line):
-            i += 1
-            continue
-        if LIST_ITEM.match(line):
-            base_indent = len(LIST_ITEM.match(line).group(1))  # type: ignore[union-attr]
-            j = i + 1
-            while j < n:
-                nxt = lines[j]
-                if not nxt.strip():
-                    # a blank line ends the item unless the next line is indented under it
-                    if j + 1 < n and lines[j + 1].strip() and _indent(lines[j + 1]) > base_indent + 1:
-                        j += 1
-                        continue
-                    break
-                item = LIST_ITEM.match(nxt)
-                if item and len(item.group(1)) <= base_indent:
-                    break
-                if FENCE.match(nxt) and _indent(nxt) <= base_indent or ATX_HEADING.match(nxt):
-                    break
-                j += 1
-            yield "item", path(), i + 1, j
-            i = j
-            continue
-        kind = "table" if line.lstrip().startswith("|") else "quote" if line.lstrip().startswith(">") else "para"
-        j = i + 1
-        while j < n and lines[j].strip():
-            if FENCE.match(lines[j]) or ATX_HEADING.match(lines[j]):
+        if acc >= size and line[:1] not in ("", " ", "\t") and not lines[i - 1].strip() and line.strip():
+            return i
+        acc += len(line) + 1
+    return len(lines)
+
+
+def _open_at_end(tokens: list[Token], length: int) -> int | None:
+    """The first line of a top-level fence or HTML block still open at the end of a parsed segment, else None.
+
+    A segment ends with a blank line, so a block that reaches its very end was never closed."""
+    for tok in reversed(tokens):
+        if tok.level == 0 and tok.map is not None:
+            if tok.type in ("fence", "html_block") and tok.map[1] >= length:
+                return tok.map[0]
+            return None
+    return None
+
+
+class _BlockWalker:
+    """Turns the top-level tokens of successive segments into blocks; the heading path carries over."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.headings: list[tuple[int, str]] = []
+
+    def path(self) -> str:
+        return " > ".join(t for _, t in self.headings if t)
+
+    def walk(self, tokens: list[Token], offset: int, stop: int) -> Iterator[tuple[str, str, int, int]]:
+        """Blocks of tokens parsed from lines[offset:]; only those starting before line `stop`."""
+        covered = offset  # lines [offset, covered) belong to a block already seen
+        for i, tok in enumerate(tokens):
+            if tok.map is None or tok.level > 1:
+                continue
+            start, end = tok.map[0] + offset, tok.map[1] + offset
+            if start >= stop:
                 break
-            if kind == "para" and LIST_ITEM.match(lines[j]) and not THEMATIC_BREAK.match(lines[j]):
-                break
-            if kind == "para" and SETEXT_UNDERLINE.match(lines[j]) and j == i + 1:
-                level = 1 if lines[j].strip().startswith("=") else 2
-                text = line.strip()
-                if level == 1 and not headings:
-                    yield "h1", text, i + 1, i + 1
-                set_heading(level, text)
-                j = -1
-                break
-            j += 1
-        if j == -1:
-            i += 2
-            continue
-        yield kind, path(), i + 1, j
-        i = j
+            if tok.level == 1:
+                if tok.type == "list_item_open":  # an item of a top-level list, nested lists and all
+                    yield from self.block("item", start, end)
+                continue
+            if start > covered:
+                # Lines no token claims (markdown-it emits none for them): index them as text, never drop them.
+                yield from self.block("para", covered, start)
+            covered = max(covered, end)
+            kind = _CHUNK_KINDS.get(tok.type)
+            if kind is not None:
+                yield from self.block(kind, start, end)
+            elif tok.type == "heading_open":
+                level, text = int(tok.tag[1:]), _heading_text(tokens[i + 1])
+                if level == 1 and not self.headings:
+                    yield "h1", text, start + 1, start + 1
+                while self.headings and self.headings[-1][0] >= level:
+                    self.headings.pop()
+                self.headings.append((level, text))
+        if stop > covered:
+            yield from self.block("para", covered, stop)
+
+    def block(self, kind: str, start: int, end: int) -> Iterator[tuple[str, str, int, int]]:
+        """The block on lines [start, end) (0-based), as 1-based inclusive lines without its blank edges."""
+        lines = self.lines
+        while start < end and not lines[start].strip():
+            start += 1
+        while end > start and not lines[end - 1].strip():
+            end -= 1
+        if start < end:
+            yield kind, self.path(), start + 1, end
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
+def _heading_text(inline: Token) -> str:
+    """A heading's text as written; a setext heading's lines joined by spaces."""
+    return " ".join(part.strip() for part in inline.content.split("\n"))
 
 
-def _split_long(lines: list[str], start: int, end: int, limit: int):
+def _split_long(lines: list[str], start: int, end: int, limit: int) -> Iterator[tuple[int, int]]:
     """Split lines start..end (1-based inclusive) into runs of at most `limit` characters."""
     size = sum(len(lines[k - 1]) + 1 for k in range(start, end + 1))
     if size <= limit:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from memory_server.files.store import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
+from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
 
 MAX_LINES = 200
 MAX_BYTES = 25_000

@@ -7,6 +7,20 @@ from __future__ import annotations
 
 import re
 
+# Words that carry no content: dropped from keyword OR queries (never from phrases) and from the content
+# words that match a query to a topic or a past query.
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he her hers him his how
+    i if in into is it its me my of on or our she so that the their them then there these they this to was we
+    were what when where which who whom why will with would you your about after before did does doing just
+    also any some than too very s t don not no""".split()
+)
+# Filler at the start of a request ("ok please now ..."): left out of the slug in a session file's name.
+SLUG_FILLER = frozenset(
+    "a an the ok okay please now so and or but can could would you i me my we our us to of for in on at with "
+    "that this is it be let lets just also then hey hi".split()
+)
+
 CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from memory_server.index.fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
 from memory_server.parse.markdown import Chunk
+from memory_server.parse.text import STOP_WORDS
 
 TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Scripts written without spaces: unicode61 makes one token of a whole run, so a word inside it can only
@@ -25,14 +26,6 @@ TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
 SPACE = re.compile(r"\s+")
 MAX_TERMS = 64  # a 100 KB query still makes a bounded MATCH expression
-
-# Dropped from OR queries only (never from phrases), so natural questions rank by their content words.
-STOP_WORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have he her hers him his how
-    i if in into is it its me my of on or our she so that the their them then there these they this to was we
-    were what when where which who whom why will with would you your about after before did does doing just
-    also any some than too very s t don not no""".split()
-)
 
 BM25_WEIGHTS = (1.0, 0.5, 0.3)  # text, heading, title
 # In an index this large, a word found in more than COMMON_SHARE of the chunks (and in at least COMMON_ROWS)
@@ -65,8 +58,9 @@ def normalise(text: str) -> str:
     return SPACE.sub(" ", text).strip().casefold()
 
 
-def _filters(layers: Sequence[str] | None, after: str | None, before: str | None) -> tuple[str, list]:
-    sql, args = "", []
+def _filters(layers: Sequence[str] | None, after: str | None, before: str | None) -> tuple[str, list[str]]:
+    sql = ""
+    args: list[str] = []
     if layers:
         sql += f" AND c.layer IN ({','.join('?' * len(layers))})"
         args.extend(layers)
@@ -112,9 +106,7 @@ def any_terms_expression(query: str, fts: FtsIndex | None = None) -> str | None:
     """`"a" OR "b" ...` over the query's content words. Stop words and single characters are dropped
     (unless nothing else is left); with `fts`, so are words so common in a large index that ranking every
     chunk holding them costs more than their low weight is worth."""
-    words = terms(query)
-    content = [t for t in words if t.casefold() not in STOP_WORDS and len(t) > 1] or words
-    unique = list(dict.fromkeys(t.casefold() for t in content))[:MAX_TERMS]
+    unique = list(dict.fromkeys(t.casefold() for t in content_terms(query)))[:MAX_TERMS]
     if fts is not None and len(unique) > 1:
         limit = max(COMMON_ROWS, int(fts.chunk_count() * COMMON_SHARE))
         counts = {t: fts.count_matching(quote(t)) for t in unique}
@@ -131,11 +123,54 @@ def keyword_candidates(
     after: str | None = None,
     before: str | None = None,
 ) -> list[tuple[Chunk, float]]:
-    """BM25 over the query's content words (any of them); the keyword signal hybrid search fuses."""
+    """BM25 over the query's content words (any of them) in each chunk's own text; the keyword signal
+    hybrid search fuses. A word found only in a file's title or a chunk's heading is context for the file
+    (see hybrid.context_scores), not a match of every chunk under it."""
     expression = any_terms_expression(clean_query(query), fts)
     if expression is None:
         return []
-    return match(fts, expression, limit, layers, after, before)
+    return match(fts, f"{{text}} : ({expression})", limit, layers, after, before)
+
+
+def context_candidates(
+    fts: FtsIndex,
+    query: str,
+    limit: int,
+    layers: Sequence[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> list[Chunk]:
+    """Chunks under a title or heading that holds some of the query's content words (the file or section
+    is about the query); hybrid search gives them the small context score, never a keyword score."""
+    expression = any_terms_expression(clean_query(query), fts)
+    if expression is None:
+        return []
+    return [chunk for chunk, _ in match(fts, f"{{title heading}} : ({expression})", limit, layers, after, before)]
+
+
+def phrase_candidates(
+    fts: FtsIndex,
+    query: str,
+    limit: int,
+    layers: Sequence[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> list[tuple[Chunk, float]]:
+    """Chunks whose text holds the query itself (two or more tokens, as typed, case and spacing aside):
+    the literal tier that hybrid search puts at the top of its keyword signal (`3.2.7`, `SAVE_CONFIG`)."""
+    query = clean_query(query)
+    words = terms(query)[:MAX_TERMS]
+    wanted = normalise(query)
+    if len(words) < 2 or not wanted:
+        return []
+    found = match(fts, quote(" ".join(words)), limit, layers, after, before)
+    return [(chunk, score) for chunk, score in found if wanted in normalise(chunk.text)]
+
+
+def content_terms(query: str) -> list[str]:
+    """The query's words without stop words and single characters (all of them if nothing else is left)."""
+    words = terms(query)
+    return [t for t in words if t.casefold() not in STOP_WORDS and len(t) > 1] or words
 
 
 def exact_search(
@@ -171,8 +206,11 @@ def exact_search(
     take(match(fts, quote(" ".join(words)), pool * 4, layers, after, before), "phrase", verify=True)
     if len(hits) < k and UNSPACED.search(query):
         take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
-    if len(hits) < k and len(words) > 1:
-        take(match(fts, " AND ".join(quote(t) for t in dict.fromkeys(words)), pool, layers, after, before), "all_terms")
+    # "All terms" means all content words: requiring "what", "is", "my" as well ranks long chunks that happen
+    # to hold every common word above the short one that holds the answer.
+    content = list(dict.fromkeys(t.casefold() for t in content_terms(query)))[:MAX_TERMS]
+    if len(hits) < k and len(content) > 1:
+        take(match(fts, " AND ".join(quote(t) for t in content), pool, layers, after, before), "all_terms")
     if len(hits) < k:
         expression = any_terms_expression(query, fts)
         if expression:

@@ -25,13 +25,25 @@ from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FtsIndex
 from memory_server.index.vectors import VectorIndex, date_number
 from memory_server.parse.markdown import Chunk
-from memory_server.search.exact import clean_query, exact_search, keyword_candidates, normalise, terms
+from memory_server.search.exact import (
+    KeywordHit,
+    clean_query,
+    context_candidates,
+    exact_search,
+    keyword_candidates,
+    normalise,
+    phrase_candidates,
+    quote,
+    terms,
+)
+from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
 from memory_server.settings import RankingSettings, SearchSettings
 
 LAYERS = ("topic", "session", "transcript")
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
 DEFAULT_LAYERS = ("topic", "session")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+INDEX_FILE = "MEMORY.md"
 
 
 @dataclass
@@ -153,11 +165,22 @@ def _hit(chunk: Chunk, score: float, match: str | None = None) -> Hit:
     )
 
 
-def search_exact(fts: FtsIndex, q: Query, settings: SearchSettings) -> list[Hit]:
-    """Literal-first keyword search (see keyword.py), ties to the higher layer."""
+def search_exact(
+    fts: FtsIndex, q: Query, settings: SearchSettings, ranking: RankingSettings | None = None
+) -> list[Hit]:
+    """Literal-first keyword search (see exact.py), ties to the higher layer. Inside a tier, the index
+    file (MEMORY.md: titles and links) comes after the content it points to, and below the literal tier
+    the assistant's lines in sessions weigh `ranking.assistant_weight` of the user's."""
     found = exact_search(fts, q.text, q.k, q.layers, q.after, q.before)
     tier = {"phrase": 0, "substring": 0, "all_terms": 1, "any_terms": 2}
-    found.sort(key=lambda h: (tier[h.match], -round(h.score, 6), LAYER_RANK[h.chunk.layer]))
+    speaker = ranking.assistant_weight if ranking is not None else 1.0
+
+    def weighed(h: KeywordHit) -> float:
+        return h.score * speaker if tier[h.match] and is_assistant(h.chunk) else h.score
+
+    found.sort(
+        key=lambda h: (tier[h.match], h.chunk.path == INDEX_FILE, -round(weighed(h), 6), LAYER_RANK[h.chunk.layer])
+    )
     hits = [_hit(h.chunk, h.score, h.match) for h in found]
     return fit_budget(hits, [normalise(q.text), *terms(q.text)], settings)
 
@@ -185,11 +208,31 @@ def search_hybrid(
         qvec = embedder.embed([q.text])[0]
         semantic = vectors.query(qvec, pool, _where(semantic_layers, q.after, q.before))
         mode = "hybrid" if ranking.keyword_weight else "semantic"
+    if keyword:
+        keyword = _own_keyword_scores(fts, q.text, keyword)
+    phrase = phrase_candidates(fts, q.text, pool, q.layers, q.after, q.before) if ranking.keyword_weight else []
+    use_context = ranking.context_weight > 0 and ranking.keyword_weight > 0
+    around = context_candidates(fts, q.text, pool, q.layers, q.after, q.before) if use_context else []
     vecs = {cid: vec for cid, _sim, vec in semantic}
-    chunks = {chunk.id: chunk for chunk, _bm25 in keyword}
-    scores = fuse([(cid, sim) for cid, sim, _ in semantic], [(c.id, s) for c, s in keyword], ranking)
+    chunks = {chunk.id: chunk for chunk, _bm25 in keyword + phrase}
+    chunks.update((chunk.id, chunk) for chunk in around)
+    scale = keyword_scale(keyword[0][1] if keyword else 0.0, fts.chunk_count(), ranking.keyword_floor)
+    scores = fuse(
+        [(cid, sim) for cid, sim, _ in semantic], [(c.id, s) for c, s in keyword], ranking, keyword_scale=scale
+    )
+    for chunk, _bm25 in phrase:  # the literal tier: the query as typed, at the top of the keyword signal
+        scores[chunk.id] = scores.get(chunk.id, 0.0) + ranking.keyword_weight * ranking.phrase_bonus
     chunks.update(fts.chunks_by_id([cid for cid in scores if cid not in chunks]))
     scores = {cid: s for cid, s in scores.items() if cid in chunks}  # a stale vector whose chunk is gone
+    if use_context:
+        for chunk in around:
+            scores.setdefault(chunk.id, 0.0)
+        for cid, share in context_scores(q.text, [chunks[cid] for cid in scores]).items():
+            scores[cid] += ranking.context_weight * ranking.keyword_weight * share
+    if ranking.assistant_weight != 1.0:
+        for cid in scores:
+            if is_assistant(chunks[cid]):
+                scores[cid] *= ranking.assistant_weight
     lend_to_neighbours(fts, scores, chunks, ranking, q)
     route_by_file(scores, chunks, ranking)
     if semantic and vector_lookup is not None and ranking.mmr_weight:
@@ -201,10 +244,30 @@ def search_hybrid(
     return fit_budget(hits, terms(q.text), search), mode
 
 
+def _own_keyword_scores(fts: FtsIndex, query: str, keyword: list[tuple[Chunk, float]]) -> list[tuple[Chunk, float]]:
+    """BM25 scores scaled to the share of the matched words that are the chunk's own (not its title's or
+    heading's), best first."""
+    total = fts.chunk_count()
+
+    def idf(word: str) -> float:
+        n = fts.count_matching(f"{{text}} : {quote(word)}")
+        return max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
+
+    shares = own_keyword_shares(query, [c for c, _ in keyword], idf)
+    scaled = [(c, bm25 * shares.get(c.id, 1.0)) for c, bm25 in keyword]
+    scaled.sort(key=lambda pair: -pair[1])
+    return [(c, s) for c, s in scaled if s > 0]
+
+
 def fuse(
-    semantic: list[tuple[str, float]], keyword: list[tuple[str, float]], ranking: RankingSettings
+    semantic: list[tuple[str, float]],
+    keyword: list[tuple[str, float]],
+    ranking: RankingSettings,
+    *,
+    keyword_scale: float | None = None,
 ) -> dict[str, float]:
-    """Combine the two ranked candidate lists (best first) into one score per chunk id."""
+    """Combine the two ranked candidate lists (best first) into one score per chunk id. BM25 scores are
+    divided by `keyword_scale` (default: the best one; see signals.keyword_scale) and capped at 1."""
     scores: dict[str, float] = {}
     if ranking.fusion == "rrf":
         for weight, ranked in ((ranking.semantic_weight, semantic), (ranking.keyword_weight, keyword)):
@@ -219,9 +282,9 @@ def fuse(
         for cid, sim in semantic:
             scores[cid] = scores.get(cid, 0.0) + ranking.semantic_weight * (sim - worst) / span
     if keyword:
-        best = max(keyword[0][1], 1e-9)
+        scale = max(keyword_scale if keyword_scale is not None else keyword[0][1], 1e-9)
         for cid, bm25 in keyword:
-            scores[cid] = scores.get(cid, 0.0) + ranking.keyword_weight * max(bm25, 0.0) / best
+            scores[cid] = scores.get(cid, 0.0) + ranking.keyword_weight * min(max(bm25, 0.0) / scale, 1.0)
     return scores
 
 

@@ -25,49 +25,43 @@ the next run writes what is missing. Before writing into a folder, temp files ol
 under a `subagents/` folder, or named `agent-*.jsonl`) are skipped: the parent session already shows their
 work through its Task calls (and, in Claude Code 1.x, through inline sidechain records, which are included).
 
-`python -m memory_server.sessions.compress --root DIR TRANSCRIPT...` is the detached job the SessionEnd and PreCompact
-hooks start; it logs to stderr.
+`memory-server compress --root DIR TRANSCRIPT...` (memory_server/cli.py) is the detached job the SessionEnd and
+PreCompact hooks start; it logs to stderr.
 
-This module is the orchestration: what was covered already, locking, file placement and the job.
+This module is the orchestration: what was covered already, locking and file placement.
 `digest.py` reads a transcript into what the file says and `session_render.py` writes it as Markdown.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt
 import hashlib
 import logging
 import os
 import re
-import sys
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-from filelock import FileLock, Timeout
-
-from memory_server.errors import LockedError, MemoryServerError, PathRefusedError, TranscriptError
+from memory_server.errors import MemoryServerError, PathRefusedError, TranscriptError
 from memory_server.files.crashpoints import crash_point
-from memory_server.files.store import MemoryRoot, remove_stale_temps
+from memory_server.files.locks import COMPRESS_LOCK, FileLock
+from memory_server.files.root import MemoryRoot
+from memory_server.files.writing import remove_stale_temps
+from memory_server.parse.frontmatter import read_front_matter
+from memory_server.parse.text import SLUG_FILLER
 from memory_server.sessions.digest import Digest
 from memory_server.sessions.reader import Transcript, parse_transcript_bytes, read_transcript_bytes
 from memory_server.sessions.render import render
 
 log = logging.getLogger(__name__)
 
-LOCK_NAME = "compress.lock"
+LOCK_NAME = COMPRESS_LOCK
 LOCK_TIMEOUT = 60.0
 
 _PART_SUFFIX = re.compile(r"-part\d+$")
-_STOPWORDS = frozenset(
-    "a an the ok okay please now so and or but can could would you i me my we our us to of for in on at with "
-    "that this is it be let lets just also then hey hi".split()
-)
 
 
 # -- public entry points ---------------------------------------------------------------------------------
@@ -161,19 +155,13 @@ def is_subagent_transcript(path: Path, base: Path | None = None) -> bool:
 @contextlib.contextmanager
 def compression_lock(root: MemoryRoot, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the root's compression lock (`.memory/compress.lock`), or raise LockedError after `timeout` s."""
-    lock_path = root.state_dir / LOCK_NAME
-    lock = FileLock(str(lock_path), timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout as exc:
-        raise LockedError(
-            f"another compression has held {lock_path} for over {timeout:.0f} s; let it finish and run "
-            "`memory-server compress` again (nothing was written)"
-        ) from exc
-    try:
+    lock = FileLock(
+        root.state_dir / LOCK_NAME,
+        "another compression has held {path} for over {timeout} s; let it finish and run "
+        "`memory-server compress` again (nothing was written)",
+    )
+    with lock.held(timeout):
         yield
-    finally:
-        lock.release()
 
 
 # -- what was compressed already -------------------------------------------------------------------------
@@ -208,28 +196,10 @@ def existing_parts(root: MemoryRoot, session_id: str, transcript_name: str) -> l
         if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(x, int) for x in lines)):
             log.warning("%s has no valid `lines: [first, last]` in its front matter; ignored", p)
             continue
-        part = meta.get("part") if isinstance(meta.get("part"), int) else 1
+        number = meta.get("part")
+        part = number if isinstance(number, int) else 1
         found.append(Part(p, part, lines[0], lines[1]))
     return sorted(found, key=lambda x: (x.part, x.last))
-
-
-def read_front_matter(path: Path) -> dict[str, Any]:
-    """The YAML front matter of a Markdown file as a dict ({} when it has none or it does not parse)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(65536)
-    except OSError:
-        return {}
-    if not head.startswith("---\n"):
-        return {}
-    end = head.find("\n---", 3)
-    if end < 0:
-        return {}
-    try:
-        meta = yaml.safe_load(head[4:end])
-    except yaml.YAMLError:
-        return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 def _placement(root: MemoryRoot, full: Transcript, parts: list[Part], goal: str) -> tuple[Path, str]:
@@ -250,7 +220,7 @@ def slugify(text: str, words: int = 6) -> str:
     """An ASCII slug of at most `words` words from a request, without filler words ("ok", "please")."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     tokens = [w for w in re.split(r"[^a-z0-9]+", ascii_text) if w]
-    kept = [w for w in tokens if w not in _STOPWORDS] or tokens
+    kept = [w for w in tokens if w not in SLUG_FILLER] or tokens
     return "-".join(kept[:words])[:60].strip("-") or "session"
 
 
@@ -260,48 +230,3 @@ def _sha256_through(data: bytes, last_line: int) -> str:
         nl = data.find(b"\n", end)
         end = len(data) if nl < 0 else nl + 1
     return hashlib.sha256(data[:end]).hexdigest()
-
-
-# -- the detached job ----------------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Compress transcripts into a memory root; the background job the session hooks start."""
-    parser = argparse.ArgumentParser(
-        prog="python -m memory_server.sessions.compress",
-        description="Write compressed session files for Claude Code transcripts (append-only, never overwrites).",
-    )
-    parser.add_argument("--root", required=True, help="the memory root")
-    parser.add_argument("--transcript-root", help="refuse transcripts outside this folder")
-    parser.add_argument("--lock-timeout", type=float, default=LOCK_TIMEOUT, help="seconds to wait for the lock")
-    parser.add_argument("transcripts", nargs="+", help="transcript .jsonl files")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s"
-    )
-    try:
-        root = MemoryRoot(args.root)
-    except MemoryServerError as exc:
-        log.error("%s", exc)
-        return 2
-    status = 0
-    for transcript in args.transcripts:  # one bad transcript does not stop the others
-        try:
-            written = compress_transcript(
-                transcript, root, transcript_root=args.transcript_root, lock_timeout=args.lock_timeout
-            )
-        except MemoryServerError as exc:
-            log.error("%s", exc)
-            status = max(status, 2)
-            continue
-        except Exception:  # the log file is the only witness of a detached job
-            log.exception("compressing %s failed", transcript)
-            status = max(status, 1)
-            continue
-        if not written:
-            log.info("nothing new to compress in %s", transcript)
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,37 +1,66 @@
 """What a compressed session file says, read from a transcript: the `Digest`, deterministically.
 
-The goal (the first real request), the requests, the files written or edited, the shell commands and how
-often they failed, the errors and what fixed them, decisions stated in requests and replies, the last todo
-list and the last reply. Thinking and tool output stay out; every text passes through `redact.clean`
-(`<private>` dropped, secrets redacted) before it is trimmed. `session_render.py` turns a Digest into Markdown.
+Built on `events.py` (what the person said, corrections, answers, commits, Claude Code's own summaries,
+failures and their fixes) plus the files written and the commands run. Thinking and tool output stay out;
+every text is redacted before it is trimmed. `render.py` turns a Digest into Markdown.
+
+Decisions are only statements of what will be done or is now the rule, made by the person or agreed by
+the person: a user sentence such as "let's use X", "from now on …", "don't …" (not a question, a "what
+if", a "maybe", a "considered … but"); or the assistant's proposal the person then accepted ("Want me to
+X?" -> "yes"), or declined ("no, don't"). Each decision records who said it. Open items are only the
+unfinished entries of the last todo list.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-from memory_server.parse.text import CODE_FENCE, SENTENCE_END, code_span, first_sentence, one_line, relative_path
-from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript, request_text
+from memory_server.parse.text import CODE_FENCE, SENTENCE_END, one_line, relative_path
+from memory_server.sessions.events import SHELL_TOOLS, Failure, SessionEvents, failed, session_events
+from memory_server.sessions.failures import changes_things
+from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript
 from memory_server.sessions.redact import clean
 
-# Bounds that keep each item one line long.
-COMMAND_CHARS, ERROR_CHARS, FIX_CHARS, DECISION_CHARS, TODO_CHARS = 160, 200, 160, 250, 120
-FIX_WINDOW = 10  # tool calls after an error within which a successful retry counts as its fix
-
+COMMAND_CHARS, DECISION_CHARS, TODO_CHARS = 110, 250, 120
 FILE_TOOLS = {"write": "written", "edit": "edited", "multiedit": "edited", "notebookedit": "edited"}
-SHELL_TOOLS = frozenset({"bash", "shell", "powershell"})
-_EXIT = re.compile(r"(?i)\bexit (?:code|status)[:\s]+(-?[1-9]\d*)")
-_REJECTED = re.compile(
-    r"^(?:Error: )?(?:The user doesn't want to|User rejected|The user has rejected|\[Request interrupted)"
+
+# A user sentence that settles something: a plan, a rule, a choice.
+_RULE = re.compile(
+    r"(?i)^(?:(?:no|ok|okay|yes|yeah|yep|right|fine|alright|actually|so|and|but|please)[,.!]?\s+)*"
+    r"(?:let'?s\b|lets\b|we(?:'ll| will| are going to|'re going to| should| must| need to)\b|from now on\b"
+    r"|going forward\b|always\b|never\b|don'?t\b|do not\b|stop\b|use\b|switch\b|go with\b|stick with\b|stay on\b"
+    r"|keep\b|make sure\b|i(?:'ve| have)? decided\b|the rule is\b|prefer\b|instead\b)"
 )
-_DECISION = re.compile(
-    r"(?i)\b(?:decided|decide to|decision is|switch(?:ed|ing)? (?:from|to|over)|from now on|always|never"
-    r"|instead of|we'll use|we will use|let's use|chose|choose to|going with|opted|settled on)\b"
+_RULE_ANYWHERE = re.compile(r"(?i)\b(?:from now on|going forward|decided to|we'll use|we will use|the rule is)\b")
+# Not settled: questions, hypotheses, options weighed and dropped.
+_UNSETTLED = re.compile(
+    r"(?i)(?:\?\s*$|\bwhat if\b|\bwhat about\b|\bmaybe\b|\bperhaps\b|\bmight\b|\bcould we\b|\bshould we\b"
+    r"|\bwould it\b|\bi wonder\b|\bnot sure\b|\bconsidered\b|\bthought about\b|\bif we\b|^if\b|\bwhether\b"
+    r"|\bi think\b|\bi guess\b|\bsuppose\b)"
 )
-_ERROR_LINE = re.compile(r"(?i)(error|exception|failed|failure|not found|no such|cannot|can't|denied|invalid|refused)")
-_PATH_KEYS = ("file_path", "notebook_path", "path")
+_AGREE = re.compile(
+    r"(?i)^\s*(?:yes|yeah|yep|yup|sure|ok(?:ay)?|sounds good|lgtm|go ahead|do it|please do|perfect|great|agreed"
+    r"|makes sense|let'?s do (?:it|that)|ship it|👍)\b"
+)
+_DECLINE = re.compile(r"(?i)^\s*(?:no|nope|nah|don'?t)\b")
+_OFFER = re.compile(
+    r"(?i)^(?:(?:do you )?want me to|should i|shall i|would you like me to|i can|i could|i'll|i will|i propose to"
+    r"|i suggest (?:we )?|let me|next,? i'll)\s+(.+?)[.?!]?$"
+)
+
+
+@dataclass
+class ErrorItem:
+    """An error shown in the file: what failed, its informative line, and what fixed it."""
+
+    line: int
+    target: str
+    error: str
+    speaker: str
+    times: int = 1
+    fix: list[str] = field(default_factory=list)
+    fixed_line: int | None = None
 
 
 @dataclass
@@ -39,13 +68,14 @@ class Digest:
     """Everything a compressed file says, taken from a transcript's lines first_line..line_count."""
 
     t: Transcript
+    events: SessionEvents
     goal: str = ""
     requests: list[tuple[int, str]] = field(default_factory=list)
     files: dict[str, dict[str, int]] = field(default_factory=dict)
     commands: dict[str, list[int]] = field(default_factory=dict)  # shown text -> [runs, failures]
-    errors: dict[str, list[Any]] = field(default_factory=dict)  # shown text -> [line, times, fix]
-    decisions: list[tuple[int, str]] = field(default_factory=list)
-    todos: list[str] = field(default_factory=list)
+    errors: list[ErrorItem] = field(default_factory=list)
+    decisions: list[tuple[int, str, str]] = field(default_factory=list)  # line, statement, who said it
+    todos: list[str] = field(default_factory=list)  # unfinished only
     last_reply: tuple[int, str] | None = None
     counts: dict[str, int] = field(default_factory=dict)
     has_activity: bool = False
@@ -53,63 +83,54 @@ class Digest:
     @classmethod
     def of(cls, t: Transcript, full: Transcript) -> Digest:
         """Digest `t` (possibly a later slice); the goal comes from the whole transcript `full`."""
-        d = cls(t)
-        d.goal = _goal(full)
+        d = cls(t, session_events(t))
+        d.goal = _goal(full if full is not t else None, d.events)
         d._read()
         return d
 
     def _read(self) -> None:
-        t = self.t
-        msgs = t.messages
-        request_lines: list[int] = []
+        t, ev = self.t, self.events
+        self.requests = [(u.line, u.text) for u in ev.user_messages]
         uses: list[tuple[Message, ToolUse, ToolResult | None]] = []
-        for m in msgs:
-            req = request_text(m)
-            if req is not None:
-                text = clean(req[0])
-                self.requests.append((m.line, text))
-                request_lines.append(m.line)
-                self._decisions(m.line, text)
+        for m in t.messages:
             if m.role == "assistant":
                 self.has_activity = self.has_activity or bool(m.text.strip() or m.tool_uses)
                 uses.extend((m, u, t.result_of(u)) for u in m.tool_uses)
-                if not m.is_sidechain and m.text.strip():
-                    said = clean(m.text)
-                    self._decisions(m.line, CODE_FENCE.sub(" ", said))
-                    if said.strip():
-                        self.last_reply = (m.line, said)
         self.has_activity = self.has_activity or bool(self.requests)
-        commands = failed = errors = 0
-        for i, (m, use, res) in enumerate(uses):
+        finals = [r for r in ev.closing_replies if r.final]
+        if finals:
+            self.last_reply = (finals[-1].line, finals[-1].text)
+        commands = bad_commands = 0
+        for m, use, res in uses:
             tool = use.name.lower()
-            if tool in FILE_TOOLS:
+            if tool in FILE_TOOLS:  # a subagent's writes change the project too
                 self._file(use, res)
             elif tool in SHELL_TOOLS and isinstance(use.input.get("command"), str):
-                bad = _failed(res)
+                bad = failed(res)
                 commands += 1
-                failed += bad
-                runs = self.commands.setdefault(one_line(clean(use.input["command"]), COMMAND_CHARS), [0, 0])
-                runs[0] += 1
-                runs[1] += bad
-            if res is not None and res.is_error and not _REJECTED.match(res.text.strip()):
-                errors += 1
-                self._error(m.line, _error_text(use, res, t.cwd), _fix(i, uses, msgs, request_lines, t.cwd))
-        for m in msgs:
-            if m.role == "system" and "error" in m.subtype and m.text.strip():
-                errors += 1
-                self._error(m.line, one_line(clean(m.text), ERROR_CHARS), None)
+                bad_commands += bad
+                if changes_things(use.input["command"]):  # looking around (ls, cat, git status) is not work
+                    runs = self.commands.setdefault(one_line(clean(use.input["command"]), COMMAND_CHARS), [0, 0])
+                    runs[0] += 1
+                    runs[1] += bad
+        self._errors(ev.failures)
+        self._decisions()
         self._todos(uses)
         self.counts = {
-            "messages": sum(1 for m in msgs if m.role in ("user", "assistant")),
+            "messages": sum(1 for m in t.messages if m.role in ("user", "assistant")),
             "requests": len(self.requests),
             "tool_calls": len(uses),
             "commands": commands,
-            "failed_commands": failed,
-            "errors": errors,
+            "failed_commands": bad_commands,
+            "errors": len(ev.failures),
+            "corrections": len(ev.corrections),
+            "commits": sum(1 for c in ev.commits if c.succeeded),
         }
 
     def _file(self, use: ToolUse, res: ToolResult | None) -> None:
-        raw = _path_of(use)
+        raw = next(
+            (use.input[k] for k in ("file_path", "notebook_path", "path") if isinstance(use.input.get(k), str)), None
+        )
         if not raw:
             return
         ops = self.files.setdefault(relative_path(clean(raw), self.t.cwd), {})
@@ -117,22 +138,54 @@ class Digest:
             ops["failed"] = ops.get("failed", 0) + 1
             return
         op = FILE_TOOLS[use.name.lower()]
-        if op == "written" and isinstance(res and res.data, dict):
-            op = {"create": "created", "update": "rewritten"}.get(res.data.get("type"), op)  # type: ignore[union-attr]
+        if op == "written" and res is not None and isinstance(res.data, dict):
+            op = {"create": "created", "update": "rewritten"}.get(str(res.data.get("type")), op)
         ops[op] = ops.get(op, 0) + 1
 
-    def _error(self, line: int, text: str, fix: str | None) -> None:
-        seen = self.errors.setdefault(text, [line, 0, None])
-        seen[1] += 1
-        seen[2] = seen[2] or fix
+    def _errors(self, failures: tuple[Failure, ...]) -> None:
+        seen: dict[tuple[str, str], ErrorItem] = {}
+        for f in failures:
+            key = (f.key or f.target, f.error)
+            item = seen.get(key)
+            if item is not None:
+                item.times += 1
+                if not item.fix and f.fix:
+                    item.fix, item.fixed_line = [s.text for s in f.fix], f.fixed_line
+                continue
+            item = ErrorItem(f.line, f.target, f.error, f.speaker, 1, [s.text for s in f.fix], f.fixed_line)
+            seen[key] = item
+            self.errors.append(item)
 
-    def _decisions(self, line: int, text: str) -> None:
-        for raw in SENTENCE_END.split(text):
-            s = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)\s*", "", raw).replace("**", "").strip()
-            if 20 <= len(s) <= 400 and not s.startswith("|") and _DECISION.search(s):
-                s = one_line(s, DECISION_CHARS)
-                if all(s != d for _, d in self.decisions):
-                    self.decisions.append((line, s))
+    def _decisions(self) -> None:
+        ev = self.events
+        replies = {r.line: r for r in ev.closing_replies}
+        reply_before: dict[int, int] = {}
+        last = 0
+        for item in ev.all():
+            if item.kind == "closing_reply":
+                last = item.line
+            elif item.kind == "user_message":
+                reply_before[item.line] = last
+        for u in ev.user_messages:
+            if u.command:
+                continue
+            prior = replies.get(reply_before.get(u.line, 0))
+            offer = _last_offer(prior.text) if prior is not None else ""
+            first = _sentences(u.text)[:1]
+            if offer and first and _AGREE.match(first[0]) and not _UNSETTLED.search(first[0]):
+                self._decide(u.line, offer[0].upper() + offer[1:], "proposed by the assistant, agreed by the user")
+            elif offer and first and _DECLINE.match(first[0]):
+                said = one_line(u.text, DECISION_CHARS // 2)
+                self._decide(u.line, f"Not to {offer[0].lower() + offer[1:]}: “{said}”", "the user declined")
+                continue
+            for sentence in _sentences(u.text):
+                if (_RULE.match(sentence) or _RULE_ANYWHERE.search(sentence)) and not _UNSETTLED.search(sentence):
+                    self._decide(u.line, sentence, "user")
+
+    def _decide(self, line: int, statement: str, who: str) -> None:
+        s = one_line(statement, DECISION_CHARS)
+        if len(s) >= 12 and all(s != d for _, d, _ in self.decisions):
+            self.decisions.append((line, s, who))
 
     def _todos(self, uses: list[tuple[Message, ToolUse, ToolResult | None]]) -> None:
         lists = [(m, u) for m, u, _ in uses if u.name == "TodoWrite" and isinstance(u.input.get("todos"), list)]
@@ -143,150 +196,34 @@ class Digest:
             if not isinstance(todo, dict):
                 continue
             what = next((todo[k] for k in ("content", "subject", "activeForm") if isinstance(todo.get(k), str)), "")
-            if not what.strip():
+            status = str(todo.get("status") or "pending")
+            if not what.strip() or status in ("completed", "cancelled", "canceled", "deleted"):
                 continue
-            status = todo.get("status") if isinstance(todo.get("status"), str) else "pending"
-            box = "[x]" if status == "completed" else "[ ]"
-            note = "" if status in ("completed", "pending") else f" ({status.replace('_', ' ')})"
-            self.todos.append(f"{box} {one_line(clean(what), TODO_CHARS)}{note}")
+            note = "" if status == "pending" else f" ({status.replace('_', ' ')})"
+            self.todos.append(f"[ ] {one_line(clean(what), TODO_CHARS)}{note}")
 
 
-def _goal(full: Transcript) -> str:
-    """The first real request with free text; else the first slash command, with its prompt's first sentence."""
-    msgs = full.messages
-    found = [(i, r) for i, m in enumerate(msgs) if (r := request_text(m)) is not None]
-    free = next((text for _, (text, has_free_text) in found if has_free_text), None)
-    if free is not None or not found:
-        return clean(free or "")
-    i, (command, _) = found[0]
-    expansion = next((m for m in msgs[i + 1 : i + 3] if m.role == "user" and m.is_meta and m.text.strip()), None)
-    return clean(f"{command}: {first_sentence(expansion.text, FIX_CHARS)}" if expansion else command)
+def _sentences(text: str) -> list[str]:
+    """The sentences of a message outside code, list markers and emphasis removed."""
+    out = []
+    for raw in SENTENCE_END.split(CODE_FENCE.sub(" ", text)):
+        s = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)\s*", "", raw).replace("**", "").strip()
+        if s and not s.startswith("|"):
+            out.append(s)
+    return out
 
 
-def _failed(res: ToolResult | None) -> bool:
-    if res is None:
-        return False
-    if _REJECTED.match(res.text.strip()):
-        return False  # the person declined it: nothing ran
-    if res.is_error or _EXIT.search(res.text[:300]):
-        return True
-    data = res.data if isinstance(res.data, dict) else {}
-    code = next((data[k] for k in ("exitCode", "exit_code", "returnCode") if isinstance(data.get(k), int)), 0)
-    return code != 0
+def _last_offer(reply: str) -> str:
+    """What the assistant offered or proposed to do at the end of its reply ("set gc.auto 0"), if anything."""
+    for sentence in reversed(_sentences(reply)[-3:]):
+        m = _OFFER.match(sentence)
+        if m and len(m.group(1)) >= 8:
+            return m.group(1).strip()
+    return ""
 
 
-def _error_text(use: ToolUse, res: ToolResult, cwd: str | None) -> str:
-    body = re.sub(r"</?tool_use_error>", "", clean(res.text)).strip()
-    body = re.sub(r"^Error:\s*", "", body)
-    lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
-    if "Traceback" in body:  # the exception is the last "XError: ..." line, not the first
-        pick = next((ln for ln in reversed(lines) if re.match(r"^[\w.]+(?:Error|Exception)\b", ln)), None)
-    else:
-        pick = next((ln for ln in lines if _ERROR_LINE.search(ln)), None)
-    pick = pick or (lines[0] if lines else "failed")
-    if pick.endswith(":") and pick in lines and lines.index(pick) + 1 < len(lines):
-        pick = f"{pick} {lines[lines.index(pick) + 1]}"  # "failed due to the following issue:" says nothing alone
-    message = one_line(pick, ERROR_CHARS)
-    return f"{_target(use, cwd)}: {message}"
-
-
-def _target(use: ToolUse, cwd: str | None) -> str:
-    tool = use.name.lower()
-    if tool in SHELL_TOOLS and isinstance(use.input.get("command"), str):
-        return f"{use.name} {code_span(one_line(clean(use.input['command']), 60))}"
-    path = _path_of(use)
-    return f"{use.name} {code_span(relative_path(clean(path), cwd))}" if path else use.name
-
-
-def _path_of(use: ToolUse) -> str | None:
-    """The file or folder a tool call works on, if it names one."""
-    return next((use.input[k] for k in _PATH_KEYS if isinstance(use.input.get(k), str)), None)
-
-
-def _key(use: ToolUse) -> tuple[str, str]:
-    """What a retry of this call would share with it: the file, or the program a command runs."""
-    path = _path_of(use)
-    if path:
-        return ("file", path)
-    command = use.input.get("command")
-    if isinstance(command, str):
-        last = re.split(r"&&|\|\||;|\|", command.strip().splitlines()[0] if command.strip() else "")[-1]
-        return ("run", " ".join(last.split()[:2]))
-    return ("tool", use.name)
-
-
-def _fix(
-    i: int,
-    uses: list[tuple[Message, ToolUse, ToolResult | None]],
-    msgs: list[Message],
-    requests: list[int],
-    cwd: str | None,
-) -> str | None:
-    """What made a failed call work, when a later call on the same file or program succeeded in that turn.
-
-    The fix is the changes made in between (files edited, commands that change things), else what the
-    assistant said right after the failure, else "retried".
-    """
-    m, use, _ = uses[i]
-    stop = next((r for r in requests if r > m.line), None)
-    key = _key(use)
-    family = use.name.lower() in FILE_TOOLS
-    between: list[str] = []
-    read_first = False
-    steps = 0
-    for later_m, later, res in uses[i + 1 :]:
-        if stop is not None and later_m.line >= stop:
-            return None  # the person spoke again: whatever came next answers them, not the error
-        if later_m.is_sidechain != m.is_sidechain:
-            continue
-        steps += 1
-        if steps > FIX_WINDOW:
-            return None  # too far away to say what fixed it
-        ok = res is not None and not res.is_error
-        tool = later.name.lower()
-        if ok and _key(later) == key and (tool in FILE_TOOLS) == family:
-            if between and key[0] == "run":  # a command fixed by editing code or installing something
-                return ", ".join(between[:2])
-            if read_first:
-                return "read the file first, then retried"
-            said = next(
-                (
-                    x
-                    for x in msgs
-                    if x.role == "assistant" and m.line < x.line <= later_m.line and x.text.strip()
-                    and x.is_sidechain == m.is_sidechain
-                ),
-                None,
-            )
-            return first_sentence(clean(said.text), FIX_CHARS) if said else "retried"
-        if not ok:
-            continue
-        if tool in FILE_TOOLS:
-            between.append(f"edited {code_span(relative_path(clean(_key(later)[1]), cwd))}")
-        elif tool in SHELL_TOOLS and isinstance(later.input.get("command"), str):
-            if _changes_things(later.input["command"]):
-                between.append(code_span(one_line(clean(later.input["command"]), 80)))
-        elif tool == "read" and key == _key(later):
-            read_first = True
-    return None
-
-
-_READ_ONLY = frozenset(
-    "ls ll cat head tail less more find grep rg ag pwd echo printf tree which type whereis file stat wc du df "
-    "cd env printenv sort uniq diff".split()
-)
-
-
-def _changes_things(command: str) -> bool:
-    """False for a command that only looks around (ls, cat, find, git status …), which is no fix."""
-    for segment in re.split(r"&&|\|\||;|\|", command):
-        words = segment.split()
-        if not words:
-            continue
-        if re.search(r"(?<![0-9&])>{1,2}\s*(?!&|/dev/null)\S", segment):
-            return True  # writes a file
-        if words[0] == "git" and len(words) > 1 and words[1] in ("status", "diff", "log", "show", "branch"):
-            continue
-        if words[0] not in _READ_ONLY:
-            return True
-    return False
+def _goal(full: Transcript | None, ev: SessionEvents) -> str:
+    """The first thing the person asked with free text; else the first slash command with its arguments."""
+    users = session_events(full).user_messages if full is not None else ev.user_messages
+    free = next((u.text for u in users if not u.command or u.text.strip() != u.command), None)
+    return free or (users[0].text if users else "")

@@ -1,13 +1,15 @@
 """Claude Code's SessionEnd and PreCompact hooks: compress the session's transcript in the background.
 
 Claude Code gives a SessionEnd hook about 1.5 s and then moves on, so neither hook compresses anything
-itself: each starts `python -m memory_server.sessions.compress --root <root> <transcript>` as a detached process
+itself: each starts `python -m memory_server compress --root <root> <transcript>` as a detached process
 (its own session, stdin/stdout closed, stderr appended to `.memory/logs/compress.log`) and returns at once.
 The job takes the root's compression lock, so a PreCompact and a SessionEnd close together queue up.
 
 PreCompact compresses what the transcript holds so far; the SessionEnd that follows finds those lines
 covered and writes only a continuation for what came after. A payload without a readable
-`transcript_path` is logged and ignored: a hook must never break the person's session.
+`transcript_path` is logged and ignored: a hook must never break the person's session. In a folder that
+is not a memory root (the plugin runs in every project) the hooks write nothing and say so in one line
+on stderr.
 """
 
 from __future__ import annotations
@@ -19,15 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_server.files.store import MemoryRoot
+from memory_server.files.logs import LOG_DIR, rotate
+from memory_server.files.root import MemoryRoot, is_memory_root, not_set_up_message
 
 log = logging.getLogger(__name__)
 
-LOG_DIR = "logs"
 LOG_NAME = "compress.log"
-LOG_MAX_BYTES = 1_000_000  # the log is rotated once (to compress.log.1) past this size
 
-_SRC_DIR = Path(__file__).resolve().parents[1]  # where `memory_server` can be imported from
+_SRC_DIR = Path(__file__).resolve().parents[2]  # where `memory_server` can be imported from
 
 
 def session_end(payload: dict[str, Any], root: MemoryRoot) -> None:
@@ -43,18 +44,13 @@ def pre_compact(payload: dict[str, Any], root: MemoryRoot) -> None:
 def spawn_compression(transcript: Path, root: MemoryRoot) -> subprocess.Popen[bytes]:
     """Start the detached compression job for one transcript and return without waiting for it."""
     log_file = log_path(root)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if log_file.stat().st_size > LOG_MAX_BYTES:
-            os.replace(log_file, log_file.with_name(LOG_NAME + ".1"))
-    except OSError:
-        pass  # no log yet, or another hook rotated it first: either way, carry on
+    rotate(log_file)  # once, to compress.log.1, past LOG_MAX_BYTES
     env = dict(os.environ)
     # The job must import this same package even when it is not installed (a checkout, a test run).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_SRC_DIR), env.get("PYTHONPATH", "")) if p)
     with open(log_file, "ab") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "memory_server.sessions.compress", "--root", str(root.path), str(transcript)],
+            [sys.executable, "-m", "memory_server", "compress", "--verbose", "--root", str(root.path), str(transcript)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -71,6 +67,10 @@ def log_path(root: MemoryRoot) -> Path:
 
 
 def _start(payload: dict[str, Any], root: MemoryRoot, event: str) -> None:
+    if not is_memory_root(root.path):
+        # The plugin runs for every project; only a folder set up as memory gets session records.
+        print(f"memory-server {event} hook: nothing recorded: {not_set_up_message(root.path)}", file=sys.stderr)
+        return
     transcript = _transcript_path(payload)
     if transcript is None:
         log.warning("%s hook: no transcript_path in the hook input; nothing to compress", event)

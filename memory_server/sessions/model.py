@@ -64,12 +64,13 @@ class Message:
     def search_text(self) -> str:
         """What keyword search should see: text, tool calls and (capped) tool output; no thinking; redacted."""
         parts: list[str] = [self.text] if self.text else []
+        # Redacted before it is serialised and cut: a cut must never leave half a secret behind.
         for use in self.tool_uses:
-            rendered = json.dumps(use.input, ensure_ascii=False, sort_keys=True) if use.input else ""
+            rendered = clean(json.dumps(use.input, ensure_ascii=False, sort_keys=True)) if use.input else ""
             parts.append(f"[{use.name}] {rendered[:SEARCH_INPUT_CHARS]}".rstrip())
         for res in self.tool_results:
             if res.text:
-                parts.append(("[error] " if res.is_error else "") + res.text[:SEARCH_RESULT_CHARS])
+                parts.append(("[error] " if res.is_error else "") + clean(res.text)[:SEARCH_RESULT_CHARS])
         return clean("\n".join(parts)).strip()
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.sessions.model import Message, ToolResult, ToolUse, Transcript
+from memory_server.sessions.redact import SessionRedactor
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _VERSION = re.compile(r"^\d+\.\d+")
@@ -42,6 +43,7 @@ def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1
     path = Path(path)
     t = Transcript(path=path, session_id="", first_line=max(1, first_line))
     p = _Parser(t)
+    redactor = SessionRedactor()  # secrets and <private> text out of every record, before anything reads it
     lines = data.split(b"\n")
     terminated = data.endswith(b"\n")
     if terminated or not data:
@@ -67,7 +69,7 @@ def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1
         if not isinstance(rec, dict):
             t.bad_lines.append(n)
             continue
-        p.record(rec, n)
+        p.record(redactor.record(rec), n)
     t.session_id = _session_id(path, [s for s in p.session_ids if s])
     return t
 

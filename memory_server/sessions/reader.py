@@ -89,7 +89,10 @@ _NOISE_TAGS = re.compile(
     r"<(?:local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|bash-stderr"
     r"|task-notification)>"
 )
-_DROP_BLOCKS = re.compile(r"(?is)<(system-reminder|user-prompt-submit-hook)>.*?(?:</\1>|\Z)")
+# Context Claude Code or an IDE adds to a prompt: never the person's words.
+_DROP_BLOCKS = re.compile(
+    r"(?is)<(system-reminder|user-prompt-submit-hook|ide_[a-z_]+|ide-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)"
+)
 _COMMAND_NAME = re.compile(r"(?s)<command-name>\s*(.*?)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"(?s)<command-args>\s*(.*?)\s*</command-args>")
 
@@ -98,8 +101,9 @@ def request_text(m: Message) -> tuple[str, bool] | None:
     """If `m` is something the person typed to the model, return (text, has_free_text), else None.
 
     Skipped: tool results, sidechain prompts, meta and compact-summary records, notifications, local slash
-    commands and their output, "Caveat: …" preambles, interruption markers. A prompt slash command becomes
-    "/name args"; has_free_text is False when it has no args (such as a bare /init). The text is raw:
+    commands and their output, "Caveat: …" preambles, interruption markers. IDE context blocks
+    (`<ide_opened_file>`, `<ide_selection>`, …) and system reminders are cut out of the text. A prompt
+    slash command becomes "/name args"; has_free_text is False when it has no args (such as a bare /init). The text is raw:
     redact it before storing it.
     """
     if m.role != "user" or m.is_sidechain or m.is_meta or m.is_compact_summary or not m.text.strip():

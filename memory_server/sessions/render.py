@@ -1,9 +1,20 @@
 """Render a session `Digest` as the text of a compressed session file: YAML front matter and Markdown.
 
-Front matter: session_id, part, started, ended, cwd, branch, claude_code_version, transcript,
-transcript_sha256, lines, counts. Sections: Goal, Requests, Files, Commands, Errors and fixes, Decisions,
-Open at the end; empty ones are left out and long ones keep their first two thirds and last third. A last
-pass redacts secrets in the body. Same digest, same bytes.
+Front matter: format, session_id, part, started, ended, cwd, branch, claude_code_version, transcript,
+transcript_sha256, lines, counts. `format: 2` marks files written by this renderer; files without a
+`format` key are format 1 (earlier releases: Requests, Decisions taken by keyword, every todo). Existing
+files are never rewritten, so a root may hold both.
+
+Format 2 sections, empty ones left out, each item one line ending in its transcript line:
+Goal (the person's first request); What the user said (every later message, "User (line N): …");
+Corrections ("Correction (user, line N, rejecting Bash `…`): …": the text given when rejecting a tool
+call); Questions and answers (the assistant's question, the person's answer); Decisions (each says who
+decided: "user", or "proposed by the assistant, agreed by the user"); Errors and fixes (the informative
+error line, then the edits and commands up to the next success of the same command); Commits; Files;
+Commands (only those that change things); Claude Code's own summary (its compaction summary or title:
+an LLM's routing text, not the person's words); Open at the end (unfinished todos and the last reply).
+Long sections keep their first two thirds and last third. A last pass redacts secrets. Same digest,
+same bytes.
 """
 
 from __future__ import annotations
@@ -14,13 +25,18 @@ import re
 import yaml
 
 from memory_server.parse.text import code_span, one_line
-from memory_server.sessions.digest import Digest
+from memory_server.sessions.digest import Digest, ErrorItem
+from memory_server.sessions.events import Commit
 from memory_server.sessions.redact import redact_secrets
 
-# Bounds that keep a summary small (typically under a tenth of its transcript).
-GOAL_CHARS, TITLE_CHARS, REQUEST_CHARS, LAST_REPLY_CHARS = 600, 80, 300, 400
-MAX_REQUESTS, MAX_FILES, MAX_COMMANDS, MAX_ERRORS, MAX_DECISIONS, MAX_TODOS = 50, 60, 60, 15, 12, 20
+FORMAT = 2
+# Bounds that keep a summary small (typically a few percent of its transcript).
+GOAL_CHARS, TITLE_CHARS, USER_CHARS, REPLY_CHARS, SUMMARY_CHARS = 400, 80, 220, 300, 900
+ANSWER_CHARS, ERROR_CHARS, FIX_CHARS, COMMIT_CHARS = 200, 200, 240, 120
+MAX_USER, MAX_FILES, MAX_COMMANDS, MAX_ERRORS, MAX_DECISIONS, MAX_TODOS = 40, 40, 20, 12, 12, 15
+MAX_CORRECTIONS, MAX_ANSWERS, MAX_COMMITS, MAX_FIX_STEPS = 20, 15, 15, 3
 _OP_ORDER = ("created", "written", "rewritten", "edited")
+_SUMMARY_PARTS = re.compile(r"(?im)^\s*\d+\.\s+(primary request and intent|pending tasks|current work)\s*:?\s*$")
 
 
 def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | None = None) -> str:
@@ -28,8 +44,9 @@ def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | N
 
     `previous` is the file name of the part this one continues (None for a first part).
     """
-    t = d.t
+    t, ev = d.t, d.events
     meta = {
+        "format": FORMAT,
         "session_id": t.session_id,
         "part": part,
         "started": _iso(t.started),
@@ -44,31 +61,97 @@ def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | N
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=None)
     title = one_line(d.goal, TITLE_CHARS) or "Session " + t.session_id
-    out = [f"# {title}" + (f" (part {part})" if part > 1 else ""), ""]
+    out = [f"# {_escape(title)}" + (f" (part {part})" if part > 1 else ""), ""]
     if previous is not None:
         out += [f"Continues {code_span(previous)}; this part covers transcript lines {first_line}-{t.line_count}.", ""]
     if d.goal:
-        out += ["## Goal", "", re.sub(r"^([#>=]|---)", r"\\\1", one_line(d.goal, GOAL_CHARS)), ""]
-    requests = [f"- {one_line(text, REQUEST_CHARS)} (line {line})" for line, text in d.requests]
-    if len(requests) > 1 or (requests and part > 1):
-        out += _section("Requests", _bounded(requests, MAX_REQUESTS, "requests"))
+        out += ["## Goal", "", f"User: {_escape(one_line(d.goal, GOAL_CHARS))}", ""]
+    said = [
+        f"- User (line {u.line}): {_escape(one_line(u.text, USER_CHARS))}"
+        for u in ev.user_messages
+        if part > 1 or one_line(u.text, GOAL_CHARS) != one_line(d.goal, GOAL_CHARS)
+    ]
+    out += _section("What the user said", _bounded(said, MAX_USER, "messages"))
+    corrections = [
+        f"- Correction (user, line {c.line}{f', rejecting {c.rejected}' if c.rejected else ''}): "
+        + _escape(one_line(c.text, USER_CHARS))
+        for c in ev.corrections
+    ]
+    out += _section("Corrections", _bounded(corrections, MAX_CORRECTIONS, "corrections"))
+    answers = [
+        f"- Asked (assistant, line {q.question_line}): {one_line(q.question, ANSWER_CHARS)} — "
+        + (f"User answered (line {q.line}): {one_line(q.answer, ANSWER_CHARS)}" if q.answer else "no answer")
+        for q in ev.questions
+    ]
+    out += _section("Questions and answers", _bounded(answers, MAX_ANSWERS, "questions"))
+    decisions = [f"- {s} ({who}, line {n})" for n, s, who in d.decisions]
+    out += _section("Decisions", _bounded(decisions, MAX_DECISIONS, "decisions"))
+    out += _section("Errors and fixes", _bounded([_error(e) for e in d.errors], MAX_ERRORS, "errors"))
+    commits = [
+        f"- {code_span(one_line(c.message.splitlines()[0] if c.message else '', COMMIT_CHARS))} (line {c.line})"
+        for c in _unique_commits(d)
+    ]
+    out += _section("Commits", _bounded(commits, MAX_COMMITS, "commits"))
     files = [f"- {code_span(p)} ({_ops(ops)})" for p, ops in d.files.items()]
     out += _section("Files", _bounded(files, MAX_FILES, "files"))
     commands = [f"- {code_span(c)}{_failures(runs, bad)}" for c, (runs, bad) in d.commands.items()]
     out += _section("Commands", _bounded(commands, MAX_COMMANDS, "commands"))
-    errors = [
-        f"- {text} (line {line}{f', {times}×' if times > 1 else ''})" + (f" — fixed: {fix}" if fix else "")
-        for text, (line, times, fix) in d.errors.items()
-    ]
-    out += _section("Errors and fixes", _bounded(errors, MAX_ERRORS, "errors"))
-    out += _section("Decisions", _bounded([f"- {s} (line {n})" for n, s in d.decisions], MAX_DECISIONS, "decisions"))
+    out += _section("Claude Code's own summary", _summaries(d))
     todos = _bounded([f"- {x}" for x in d.todos], MAX_TODOS, "items")
     if d.last_reply:
         todos += [""] if todos else []
-        todos.append(f"Last reply (line {d.last_reply[0]}): {one_line(d.last_reply[1], LAST_REPLY_CHARS)}")
+        todos.append(f"Last reply (assistant, line {d.last_reply[0]}): {one_line(d.last_reply[1], REPLY_CHARS)}")
     out += _section("Open at the end", todos)
     # A last pass over the body: anything that slipped through extraction is still redacted.
     return f"---\n{front}---\n\n" + redact_secrets("\n".join(out)).rstrip("\n") + "\n"
+
+
+def _escape(text: str) -> str:
+    """A line that Markdown would read as a heading, quote, rule or front matter, made literal."""
+    return re.sub(r"^([#>=]|---)", r"\\\1", text)
+
+
+def _error(e: ErrorItem) -> str:
+    where = f"line {e.line}" + (f", {e.times}×" if e.times > 1 else "")
+    who = "Pasted by the user" if e.speaker == "user" else e.target
+    text = f"- {who}: {one_line(e.error, ERROR_CHARS)} ({where})"
+    if e.fixed_line is not None:
+        steps = e.fix[-MAX_FIX_STEPS:]
+        more = len(e.fix) - len(steps)
+        how = "; ".join(steps) + (f"; and {more} earlier step{'s' if more > 1 else ''}" if more else "")
+        text += f" — passed at line {e.fixed_line}" + (f" after: {one_line(how, FIX_CHARS)}" if how else "")
+    return text
+
+
+def _unique_commits(d: Digest) -> list[Commit]:
+    seen: set[str] = set()
+    out = []
+    for c in d.events.commits:
+        if c.succeeded and c.message not in seen:
+            seen.add(c.message)
+            out.append(c)
+    return out
+
+
+def _summaries(d: Digest) -> list[str]:
+    """Claude Code's own summaries: a compaction's request, pending tasks and current work; a title line."""
+    out = []
+    for s in d.events.summaries:
+        if s.source != "compaction":
+            out.append(f"- Title by Claude Code (line {s.line}): {one_line(s.text, TITLE_CHARS * 2)}")
+            continue
+        marks = list(_SUMMARY_PARTS.finditer(s.text))
+        if marks:
+            pieces = []
+            for m in marks:
+                nxt = re.search(r"(?m)^\s*\d+\.\s+[A-Z][\w ]+:\s*$", s.text[m.end() :])
+                body = s.text[m.end() : m.end() + nxt.start()] if nxt else s.text[m.end() :]
+                pieces.append(f"{m.group(1).capitalize()}: {one_line(body, SUMMARY_CHARS // 2)}")
+            text = " ".join(pieces)
+        else:
+            text = re.sub(r"(?is)^analysis:.*?(?=^summary:)", "", s.text, flags=re.M)
+        out.append(f"- Compaction summary (Claude Code, line {s.line}; routing only): {one_line(text, SUMMARY_CHARS)}")
+    return out
 
 
 def _section(heading: str, items: list[str]) -> list[str]:

@@ -15,12 +15,12 @@ import os
 from pathlib import Path
 
 from memory_server.errors import NotFoundError, PathRefusedError
-from memory_server.files.store import MemoryRoot
+from memory_server.files.root import MemoryRoot
+from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.markdown import Chunk
 from memory_server.settings import Settings
 
 PREFIX = "transcript:"
-HEAD_BYTES = 4096  # the front matter of a compressed session fits in this
 
 
 def allowed_dirs(settings: Settings) -> list[Path]:
@@ -47,26 +47,15 @@ def confine(path: Path, settings: Settings) -> Path:
 
 
 def _named_by_sessions(root: MemoryRoot) -> list[Path]:
-    found = []
+    found: list[Path] = []
     if not root.sessions_dir.is_dir():
         return found
     for dirpath, _dirs, files in os.walk(root.sessions_dir):
         for name in files:
-            if not name.endswith(".md"):
-                continue
-            try:
-                with open(os.path.join(dirpath, name), "rb") as fh:
-                    head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
-            except OSError:
-                continue
-            for line in head.splitlines()[1:40]:
-                if line.startswith("transcript:"):
-                    value = line.split(":", 1)[1].strip().strip("'\"")
-                    if value:
-                        found.append(Path(value))
-                    break
-                if line.strip() == "---":
-                    break
+            if name.endswith(".md"):
+                value = read_front_matter(Path(dirpath, name)).get("transcript")
+                if isinstance(value, str) and value.strip():
+                    found.append(Path(value.strip()))
     return found
 
 

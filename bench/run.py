@@ -1,0 +1,357 @@
+"""All three retrieval development sets with one command, one table.
+
+  LoCoMo        10 conversations, 1,982 questions; turn-level recall (bench/locomo.py builds the roots)
+  BEAM 100K     20 long user-assistant chats, 355 questions with gold messages; message-level recall
+  coding-probe  37 design records of a real project, 40 paraphrase + 20 literal questions; passage recall,
+                scored by the set's own score.py over MCP (the real server), or in process with --fake
+
+Each set is reported separately, per tool (`search_memory`, `search_exact`): R@1/3/5/10 and per-query
+latency p50/p95 (in process for LoCoMo and BEAM; through MCP for coding-probe, as its scorer measures).
+Roots live under bench/results/roots/ and keep their embedding cache, so a re-run re-embeds nothing that
+did not change. `--quick` runs the tune subsets (LoCoMo conversations 0-1, BEAM chats 1-5) for iterating.
+
+  python bench/run.py                                   # everything, real model
+  python bench/run.py --quick --set ranking.file_weight=0.3
+  python bench/run.py --sets coding --details /tmp/d    # one set; per-question hits written to /tmp/d
+  python bench/run.py --fake --locomo 0 --beam 1 --max-questions 10   # plumbing only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import beam  # noqa: E402
+import benchlib  # noqa: E402
+import locomo  # noqa: E402
+import yaml  # noqa: E402
+
+from memory_server.api import Memory  # noqa: E402
+from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
+from memory_server.testing import FakeEmbedder  # noqa: E402
+from memory_server.search.hybrid import Hit  # noqa: E402
+from memory_server.settings import Settings  # noqa: E402
+
+KS = (1, 3, 5, 10)
+SETS = ("locomo", "beam", "coding")
+TOOLS = ("search_memory", "search_exact")
+QUICK_LOCOMO = "0-1"
+QUICK_BEAM = "1-5"
+CODING_DIR = "coding-probe"
+
+Search = Callable[[Memory, str, int], list[Hit]]
+
+
+def searcher(tool: str) -> Search:
+    if tool == "search_exact":
+        return lambda memory, query, k: memory.search_exact(query, k)
+    return lambda memory, query, k: memory.search_memory(query, k)[0]
+
+
+def recall_at(units: Sequence[Any], gold: Sequence[Any]) -> dict[str, float]:
+    """Share of `gold` among the first k of `units` (deduplicated, in order), for each k."""
+    seen: list[Any] = []
+    for u in units:
+        if u not in seen:
+            seen.append(u)
+    return {f"R@{k}": sum(g in set(seen[:k]) for g in gold) / len(gold) for k in KS}
+
+
+def mean_row(rows: Sequence[dict[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(rows)}
+    for k in KS:
+        out[f"R@{k}"] = round(sum(r[f"R@{k}"] for r in rows) / len(rows), 4) if rows else None
+    lat = benchlib.latency_summary(latencies)
+    out["p50_ms"], out["p95_ms"] = lat["p50_ms"], lat["p95_ms"]
+    return out
+
+
+REBUILD = False  # --rebuild: re-chunk every root (the embedding cache keeps every vector made before)
+
+
+def open_root(root: Path, settings: Settings, embedder: Embedder) -> Memory:
+    memory = Memory(root, settings=settings, embedder=embedder)
+    started = time.perf_counter()
+    report = memory.index(timeout=3600.0, rebuild=REBUILD)
+    benchlib.log(f"[run] {root.name}: indexed in {time.perf_counter() - started:.1f}s ({report.summary()})")
+    return memory
+
+
+def ask(
+    memory: Memory, questions: Sequence[tuple[str, Callable[[list[Hit]], dict[str, float]], dict[str, Any]]],
+    tool: str, k: int, details: list[dict[str, Any]] | None,
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """Ask each (query, scorer, labels) once with `tool`; the scored rows and latencies (seconds)."""
+    search = searcher(tool)
+    if questions:
+        search(memory, questions[0][0], k)  # not timed: the first query loads the model, warms caches
+    rows, latencies = [], []
+    for text, score, labels in questions:
+        started = time.perf_counter()
+        hits = search(memory, text, k)
+        latencies.append(time.perf_counter() - started)
+        row = {**labels, **score(hits)}
+        rows.append(row)
+        if details is not None:
+            details.append({**row, "tool": tool, "query": text,
+                            "hits": [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:10]]})
+    return rows, latencies
+
+
+# -- the sets -----------------------------------------------------------------------------------------
+
+
+def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder) -> list[dict[str, Any]]:
+    conversations = locomo.load_conversations(
+        benchlib.data_dir() / locomo.DATA_FILE, locomo.parse_indices(args.locomo), args.max_questions
+    )
+    base = roots_base(args) / "locomo"
+    out: list[dict[str, Any]] = []
+    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in TOOLS}
+    details: list[dict[str, Any]] | None = [] if args.details else None
+    for conv in conversations:
+        root = base / conv.sample_id
+        root.mkdir(parents=True, exist_ok=True)
+        locomo.sync_root(root, conv)
+        memory = open_root(root, settings, embedder)
+        try:
+            questions = [
+                (q.text, _locomo_scorer(conv, q), {"conversation": conv.index, "category": q.category})
+                for q in conv.questions
+            ]
+            for tool in TOOLS:
+                rows, lat = ask(memory, questions, tool, args.k, details)
+                per_tool[tool][0].extend(rows)
+                per_tool[tool][1].extend(lat)
+        finally:
+            memory.close()
+    for tool, (rows, lat) in per_tool.items():
+        out.append({"set": "locomo", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
+        held = [(r, t) for r, t in zip(rows, lat) if r["conversation"] in locomo.HELD_OUT]
+        if held and len(held) < len(rows):
+            out.append({"set": "locomo", "tool": tool, "kind": "turn, held out 2-9",
+                        **mean_row([r for r, _ in held], [t for _, t in held])})
+    _write_details(args, "locomo", details)
+    return out
+
+
+def _locomo_scorer(conv: locomo.Conversation, q: locomo.Question) -> Callable[[list[Hit]], dict[str, float]]:
+    def score(hits: list[Hit]) -> dict[str, float]:
+        return recall_at([t for h in hits for t in conv.turns_of(h)], q.evidence)
+
+    return score
+
+
+def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -> list[dict[str, Any]]:
+    chats = beam.load_chats(benchlib.data_dir(), locomo.parse_indices(args.beam))
+    base = roots_base(args) / "beam"
+    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in TOOLS}
+    details: list[dict[str, Any]] | None = [] if args.details else None
+    for chat in chats:
+        root = base / str(chat.number)
+        root.mkdir(parents=True, exist_ok=True)
+        beam.write_root(root, chat.files)
+        memory = open_root(root, settings, embedder)
+        chosen = chat.questions[: args.max_questions] if args.max_questions else chat.questions
+        try:
+            questions = [
+                (q.text, _beam_scorer(chat, q), {"chat": chat.number, "category": chat.category, "type": q.kind})
+                for q in chosen
+            ]
+            for tool in TOOLS:
+                rows, lat = ask(memory, questions, tool, args.k, details)
+                per_tool[tool][0].extend(rows)
+                per_tool[tool][1].extend(lat)
+        finally:
+            memory.close()
+    out: list[dict[str, Any]] = []
+    for tool, (rows, lat) in per_tool.items():
+        out.append({"set": "beam", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
+        coding = [(r, t) for r, t in zip(rows, lat) if r["category"] == "Coding"]
+        if coding and len(coding) < len(rows):
+            out.append({"set": "beam", "tool": tool, "kind": "turn, coding chats",
+                        **mean_row([r for r, _ in coding], [t for _, t in coding])})
+    _write_details(args, "beam", details)
+    return out
+
+
+def _beam_scorer(chat: beam.Chat, q: beam.Question) -> Callable[[list[Hit]], dict[str, float]]:
+    def score(hits: list[Hit]) -> dict[str, float]:
+        return recall_at([m for h in hits for m in chat.units_of(h.path, h.start_line, h.end_line)], q.gold)
+
+    return score
+
+
+def coding_root(args: argparse.Namespace, overrides: Sequence[tuple[str, str, Any]]) -> Path:
+    """A copy of the probe's root under bench/results (kept, with its .memory/), with memory.yaml holding
+    the --set overrides so that the server the scorer starts uses them."""
+    source = benchlib.data_dir() / CODING_DIR / "root"
+    root = roots_base(args) / "coding-probe"
+    for path in source.rglob("*"):
+        if path.is_file():
+            target = root / path.relative_to(source)
+            if not target.is_file() or target.read_bytes() != path.read_bytes():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+    settings_file = root / "memory.yaml"
+    mapping = benchlib.overrides_to_mapping(overrides)
+    if mapping:
+        settings_file.write_text(yaml.safe_dump(mapping, sort_keys=True), encoding="utf-8")
+    elif settings_file.exists():
+        settings_file.unlink()
+    return root
+
+
+def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
+               overrides: Sequence[tuple[str, str, Any]]) -> list[dict[str, Any]]:
+    probe = benchlib.data_dir() / CODING_DIR
+    queries = json.loads((probe / "queries.json").read_text(encoding="utf-8"))
+    if args.max_questions:
+        queries = [q for kind in ("paraphrase", "literal") for q in queries if q["kind"] == kind][: args.max_questions]
+    root = coding_root(args, overrides)
+    out: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] | None = [] if args.details else None
+    if args.fake:
+        # The scorer starts the real server (real model); with --fake the same scoring runs in process.
+        memory = open_root(root, settings, embedder)
+        try:
+            for tool in TOOLS:
+                questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
+                rows, lat = ask(memory, questions, tool, 10, details)
+                for kind in ("paraphrase", "literal"):
+                    chosen = [(r, t) for r, t in zip(rows, lat) if r["kind"] == kind]
+                    if chosen:
+                        out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}",
+                                    **mean_row([r for r, _ in chosen], [t for _, t in chosen])})
+        finally:
+            memory.close()
+        _write_details(args, "coding", details)
+        return out
+    server = Path(sys.executable).parent / "memory-server"
+    for tool in TOOLS:
+        detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
+        command = [sys.executable, str(probe / "score.py"), "--root", str(root), "--in-place",
+                   "--server", str(server if server.exists() else "memory-server"), "--tool", tool, "--k", "10"]
+        if args.max_questions:
+            query_file = root.parent / "coding-queries.json"
+            query_file.write_text(json.dumps(queries), encoding="utf-8")
+            command += ["--queries", str(query_file)]
+        if detail_file is not None:
+            detail_file.parent.mkdir(parents=True, exist_ok=True)
+            command += ["--details", str(detail_file)]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise SystemExit(f"coding-probe scorer failed:\n{proc.stdout}\n{proc.stderr}")
+        result = json.loads(proc.stdout[proc.stdout.index("{"): proc.stdout.rindex("}") + 1])
+        for kind in ("paraphrase", "literal"):
+            if kind in result:
+                got = result[kind]
+                out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}", "n": got["n"],
+                            **{f"R@{k}": got[f"R@{k}"] for k in KS}, "file_R@1": got["file_R@1"],
+                            "p50_ms": result["latency_ms_p50"], "p95_ms": result["latency_ms_p95"]})
+    return out
+
+
+def _coding_scorer(q: dict[str, Any]) -> Callable[[list[Hit]], dict[str, float]]:
+    def score(hits: list[Hit]) -> dict[str, float]:
+        rank = next(
+            (i for i, h in enumerate(hits, 1)
+             for g in q["gold"] if h.path == g["path"] and h.start_line <= g["end_line"] and g["start_line"] <= h.end_line),
+            None,
+        )
+        return {f"R@{k}": float(rank is not None and rank <= k) for k in KS}
+
+    return score
+
+
+# -- command line -------------------------------------------------------------------------------------
+
+
+def roots_base(args: argparse.Namespace) -> Path:
+    if args.roots:
+        return Path(args.roots)
+    return benchlib.RESULTS_DIR / "roots" / ("dev-fake" if args.fake else "dev-minilm")
+
+
+def _write_details(args: argparse.Namespace, name: str, details: list[dict[str, Any]] | None) -> None:
+    if args.details and details is not None:
+        benchlib.write_json(Path(args.details) / f"{name}.json", {"questions": details})
+
+
+def print_table(rows: Sequence[dict[str, Any]], embedder: str) -> None:
+    headers = ["set", "tool", "unit, questions", "n", *[f"R@{k}" for k in KS], "p50 ms", "p95 ms"]
+    table = [[r["set"], r["tool"], r["kind"], r["n"], *[r[f"R@{k}"] for k in KS], r["p50_ms"], r["p95_ms"]] for r in rows]
+    print(benchlib.format_table(headers, table, f"retrieval on the development sets ({embedder})"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench/run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, out of {', '.join(SETS)}")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"tune subsets: LoCoMo conversations {QUICK_LOCOMO}, BEAM chats {QUICK_BEAM}")
+    parser.add_argument("--locomo", help="LoCoMo conversations, e.g. 0-1 or 2,5 (default: all 10)")
+    parser.add_argument("--beam", help="BEAM chats, e.g. 1-5 (default: all 20)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="settings override (repeatable), e.g. ranking.file_weight=0.3")
+    parser.add_argument("--k", type=int, default=20, help="hits asked per LoCoMo/BEAM query (default 20)")
+    parser.add_argument("--max-questions", type=int, default=None, help="at most N questions per root (smoke runs)")
+    parser.add_argument("--fake", action="store_true", help="FakeEmbedder (plumbing only, not a quality number)")
+    parser.add_argument("--roots", help="folder for the memory roots (default bench/results/roots/dev-<embedder>)")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="rebuild each root's indices (after a chunker change); cached vectors are reused")
+    parser.add_argument("--details", help="folder for per-question hits (JSON)")
+    parser.add_argument("--json-out", help="where to write the results (default bench/results/run.json)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    for name in sets:
+        if name not in SETS:
+            raise SystemExit(f"unknown set {name!r}: use {', '.join(SETS)}")
+    if args.quick:
+        args.locomo = args.locomo or QUICK_LOCOMO
+        args.beam = args.beam or QUICK_BEAM
+    global REBUILD
+    REBUILD = bool(args.rebuild)
+    overrides = [benchlib.parse_override(o) for o in args.overrides]
+    settings = locomo.base_settings(overrides, args.k)
+    embedder: Embedder = FakeEmbedder() if args.fake else MiniLMEmbedder()
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    if "locomo" in sets:
+        rows += run_locomo(args, settings, embedder)
+    if "beam" in sets:
+        rows += run_beam(args, settings, embedder)
+    if "coding" in sets:
+        rows += run_coding(args, settings, embedder, overrides)
+    label = embedder.name + (" - FAKE: plumbing only, not a quality number" if args.fake else "")
+    print_table(rows, label)
+    out = {
+        "benchmark": "run",
+        "environment": benchlib.environment(),
+        "config": {"sets": sets, "locomo": args.locomo, "beam": args.beam, "k": args.k, "embedder": embedder.name,
+                   "fake_embedder": bool(args.fake), "overrides": benchlib.flat_overrides(overrides),
+                   "max_questions": args.max_questions},
+        "seconds": round(time.perf_counter() - started, 1),
+        "results": rows,
+    }
+    path = benchlib.write_json(Path(args.json_out) if args.json_out else benchlib.default_json_out("run"), out)
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

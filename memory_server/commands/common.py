@@ -1,0 +1,186 @@
+"""What every `memory-server` command shares: --root and -v, progress bars, JSON output, and the exit.
+
+The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
+variable, else the current folder. Errors end the command with one line on stderr saying what to do, and
+exit status 2: every MemoryServerError, an OSError (a full disk, a read-only file system, a permission),
+a SQLite error and a usage error alike. A reader that closes the pipe early (`| head`) ends it quietly.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from memory_server.errors import MemoryServerError
+
+if TYPE_CHECKING:
+    from memory_server.api import Memory
+
+ROOT_HELP = "memory root (default: $MEMORY_ROOT, else the current folder)"
+ERROR_STATUS = 2
+INTERRUPTED_STATUS = 130
+LOG_FORMAT = "memory-server: %(levelname)s %(name)s: %(message)s"
+VERBOSE_LOG_FORMAT = "%(asctime)s memory-server %(process)d %(levelname)s %(name)s: %(message)s"
+_META_ROOT = "memory_server.root"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# -- options every command takes ----------------------------------------------------------------------
+
+
+def _remember_root(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:  # given after the command name, it wins over one given before
+        ctx.find_root().meta[_META_ROOT] = value
+
+
+def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        root_logger = logging.getLogger()
+        root_logger.setLevel(logging.INFO)
+        for handler in root_logger.handlers:
+            handler.setFormatter(logging.Formatter(VERBOSE_LOG_FORMAT))
+
+
+def common_options(f: F) -> F:
+    """--root and -v/--verbose, accepted by the group and by every command."""
+    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose,
+                     help="log more (to stderr)")(f)
+    f = click.option("--root", metavar="DIR", expose_value=False, callback=_remember_root, help=ROOT_HELP)(f)
+    return f
+
+
+def root_path(ctx: click.Context | None = None) -> Path:
+    """--root, else $MEMORY_ROOT, else the current folder."""
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root().meta.get(_META_ROOT) or os.environ.get("MEMORY_ROOT") or os.getcwd()
+    return Path(root).expanduser()
+
+
+def open_memory(**kwargs: Any) -> Memory:
+    from memory_server.api import Memory
+
+    return Memory(root_path(), **kwargs)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+# -- progress -------------------------------------------------------------------------------------------
+
+
+class StageProgress:
+    """A click progress bar per stage ("reading", "embedding", ...) on stderr, only when it is a terminal.
+
+    Called as progress(stage, done, total), the signature Memory.index reports with.
+    """
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.stage: str | None = None
+        self.done = 0
+        self.bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        if stage != self.stage or self.bar is None:
+            self.close()
+            self.bar = click.progressbar(length=total, label=f"{stage:<12}", file=sys.stderr, show_pos=True)
+            self.bar.__enter__()
+            self.stage, self.done = stage, 0
+        self.bar.length = total
+        self.bar.update(max(0, done - self.done))
+        self.done = max(self.done, done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+# -- the exit -------------------------------------------------------------------------------------------
+
+_OS_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space, then run the command again",
+    errno.EDQUOT: "the disk quota is used up: free some space, then run the command again",
+    errno.EROFS: "the file system is read-only: run the command where the memory root can be written",
+    errno.EACCES: "check the owner and permissions of that path",
+    errno.EPERM: "check the owner and permissions of that path",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "check the path",
+    errno.EISDIR: "give a file, not a folder",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    advice = _OS_ADVICE.get(exc.errno or 0, "check the path and the disk, then run the command again")
+    return f"{reason}{where}; {advice}"
+
+
+def describe_sqlite_error(exc: Exception) -> str:
+    text = str(exc)
+    if "full" in text:
+        return f"the index database could not be written ({text}); the disk is full: free some space, then run again"
+    if "readonly" in text or "read-only" in text:
+        return (f"the index database could not be written ({text}); the memory root's .memory/ folder is "
+                "read-only: run the command where it can be written")
+    return f"the index database failed ({text}); run `memory-server index --rebuild` to remake it from the files"
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's last flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def run(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
+    """Run the command line and turn every way it can end into an exit status (see the module docstring)."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=LOG_FORMAT)
+    try:
+        try:
+            result = group.main(args=list(argv) if argv is not None else None, prog_name=prog_name,
+                                standalone_mode=False)
+            sys.stdout.flush()
+        except click.exceptions.Exit as exc:
+            return exc.exit_code
+        except click.ClickException as exc:
+            exc.show()
+            return ERROR_STATUS if exc.exit_code == 2 else exc.exit_code
+        except click.Abort:
+            return INTERRUPTED_STATUS
+        except KeyboardInterrupt:
+            return INTERRUPTED_STATUS
+        except MemoryServerError as exc:
+            click.echo(f"{prog_name}: {exc}", err=True)
+            return ERROR_STATUS
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            click.echo(f"{prog_name}: {describe_os_error(exc)}", err=True)
+            return ERROR_STATUS
+        except Exception as exc:
+            import sqlite3
+
+            if not isinstance(exc, sqlite3.Error):
+                raise
+            click.echo(f"{prog_name}: {describe_sqlite_error(exc)}", err=True)
+            return ERROR_STATUS
+    except BrokenPipeError:
+        _quiet_stdout()  # whoever read our output stopped reading (`| head`): nothing is wrong
+        return 1
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,76 @@
+"""What a quoted sentence commits to: a question, a "what if", a "considered ... but stayed", a refusal, or
+a plain statement; and whether a later sentence takes something back.
+
+These checks do not judge meaning (the agent does that); they catch the wording that must never be
+promoted as "adopted": nobody adopts a question, and "we considered make but stayed on mise" adopts mise.
+"""
+
+from __future__ import annotations
+
+import re
+
+QUESTION_START = re.compile(
+    r"^\s*(?:what if|what about|how about|should we|shall we|could we|can we|would it|would we|do we|does it|"
+    r"is it|is there|are there|why|maybe we|perhaps we|wonder(?:ing)? if|i wonder)\b",
+    re.I,
+)
+WHAT_IF = re.compile(r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also)\b", re.I)
+CONSIDERED = re.compile(
+    r"\b(?:considered|thought about|looked at|evaluated|tried|explored|discussed)\b.{0,160}?"
+    r"\b(?:but|however)\b.{0,80}?\b(?:stay(?:ed|ing)?|kept|keep|stick(?:ing)?|stuck|remain(?:ed)?|decided against|"
+    r"not|no|didn't|won't)\b",
+    re.I | re.S,
+)
+DECLINED = re.compile(
+    r"(?:^\s*no\b[,.!]?|\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
+    r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is)\b)",
+    re.I,
+)
+REVERSAL = re.compile(
+    r"\b(?:revert(?:ed|ing)?|roll(?:ed)? (?:it )?back|undo|undid|cancel(?:l?ed)?|close it|closed it|"
+    r"switch(?:ed)? back|go back to|went back to|back out|no longer|drop(?:ped)? (?:it|that)|"
+    r"(?:is|are) actually needed|not needed after all)\b",
+    re.I,
+)
+
+
+def answer_part(quote: str) -> str:
+    """For a quoted question and answer ("Which? -> docs/generated/"), the answer; else the quote."""
+    return quote.rsplit(" -> ", 1)[1] if " -> " in quote else quote
+
+
+def classify(quote: str) -> str:
+    """"question", "what-if", "considered", "declined" or "statement"."""
+    text = answer_part(quote).strip()
+    if CONSIDERED.search(text):
+        return "considered"
+    if DECLINED.search(text):
+        return "declined"
+    if WHAT_IF.search(text):
+        return "what-if"
+    if text.endswith("?") or QUESTION_START.match(text):
+        return "question"
+    return "statement"
+
+
+def stance_problem(quotes: list[str]) -> str | None:
+    """Why quotes cannot back an "adopted" statement, or None when they can."""
+    kinds = [(q, classify(q)) for q in quotes]
+    for quote, kind in kinds:
+        if kind == "considered":
+            return f"the evidence says it was considered but not taken up: {quote!r}; use stance \"rejected\""
+        if kind == "declined":
+            return f"the evidence declines it: {quote!r}; use stance \"rejected\" (or drop the item)"
+    if kinds and all(k in ("question", "what-if") for _q, k in kinds):
+        shown = kinds[0][0]
+        return (f"the evidence only asks or supposes it ({shown!r}), which adopts nothing; cite the answer or the "
+                "change that followed, or use stance \"hypothetical\"")
+    return None
+
+
+def reverses(text: str, terms: list[str]) -> bool:
+    """Whether `text` takes back something named by one of `terms`."""
+    if not REVERSAL.search(text):
+        return False
+    folded = text.casefold()
+    return any(t.casefold() in folded for t in terms if len(t) > 2)

@@ -1,0 +1,68 @@
+"""Confinement: a path a client gives must name a regular file inside the memory root, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from memory_server.errors import NotFoundError, PathRefusedError
+
+
+def is_inside(path: Path, base: Path) -> bool:
+    """True when `path` is `base` or below it (both already resolved)."""
+    return path == base or base in path.parents
+
+
+def confine(root: Path, relpath: str, *, base: Path | None = None) -> Path:
+    """Resolve a path given by a client to a regular file inside `root` (or inside `base`).
+
+    Refuses absolute paths, `..` escapes, symlinks that lead out, hard links to outside files,
+    NUL bytes, and anything that is not a regular file.
+    """
+    base = (base or root).resolve()
+    if not isinstance(relpath, str) or not relpath.strip():
+        raise PathRefusedError("empty path: give a path relative to the memory root, e.g. topics/tooling.md")
+    if "\x00" in relpath:
+        raise PathRefusedError("path contains a NUL byte: give a plain relative path")
+    if os.path.isabs(relpath) or relpath.startswith("~"):
+        raise PathRefusedError(
+            f"absolute path {relpath!r} refused: give a path relative to the memory root, as search hits do"
+        )
+    try:
+        candidate = (base / relpath).resolve()
+        if candidate != base and base not in candidate.parents:
+            raise PathRefusedError(f"path {relpath!r} resolves outside the memory root and is refused")
+        if not candidate.exists():
+            raise NotFoundError(f"{relpath!r} does not exist in the memory root: use a `path` from a search hit")
+        st = candidate.stat()
+    except UnicodeEncodeError as exc:
+        raise PathRefusedError(
+            f"path {relpath[:80]!r} is not valid Unicode (a lone surrogate): use a `path` from a search hit"
+        ) from exc
+    except OSError as exc:
+        raise NotFoundError(
+            f"path {relpath[:80]!r} cannot be looked up ({exc.strerror}): use a `path` from a search hit"
+        ) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise PathRefusedError(f"{relpath!r} is not a regular file and is refused")
+    if st.st_nlink > 1 and not _hard_link_stays_inside(st, base):
+        raise PathRefusedError(f"{relpath!r} is a hard link to a file outside the memory root and is refused")
+    return candidate
+
+
+def _hard_link_stays_inside(st: os.stat_result, base: Path) -> bool:
+    # A hard link cannot be traced to its other names cheaply; accept it only when every link is
+    # accounted for inside the root (common for editors that keep backup links), else refuse.
+    found = 0
+    for dirpath, _dirs, files in os.walk(base):
+        for name in files:
+            try:
+                other = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
+                found += 1
+                if found >= st.st_nlink:
+                    return True
+    return False

@@ -1,0 +1,126 @@
+"""The one atomic write: temp file in the same folder, fsync, rename (or link), fsync the folder.
+
+A crash leaves either the old file or the whole new one, never a mix. Multi-file writes (a dream apply)
+use the two halves, `stage` then `commit_staged`, with a journal between them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+from memory_server.files.crashpoints import crash_point
+
+log = logging.getLogger(__name__)
+
+# The temp files `stage` makes (`.<name>.<8 random characters><suffix>`), and how old one must be before a
+# writer in the same folder removes it as litter from a killed process (a live write takes milliseconds).
+TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+STALE_TEMP_SECONDS = 300.0
+
+
+def file_mode(dest: Path) -> int:
+    """The permissions a written file gets: the replaced file's, else what the umask gives a new file."""
+    try:
+        return stat.S_IMODE(os.stat(dest).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def stage(dest: Path, data: str | bytes, *, suffix: str = ".tmp") -> Path:
+    """Write `data` to a new temp file beside `dest` (same mode `dest` would get), fsynced; return its path."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent)
+    try:
+        os.fchmod(fd, file_mode(dest))  # mkstemp makes the file 0600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+    return Path(tmp)
+
+
+def commit_staged(temp: Path, dest: Path, *, exclusive: bool = False) -> None:
+    """Move a staged temp file into place and fsync the folder. `exclusive`: a hard link that fails with
+    FileExistsError rather than replace a file made meanwhile (the temp file is then left to the caller)."""
+    if exclusive:
+        os.link(temp, dest)
+        os.unlink(temp)
+    else:
+        os.replace(temp, dest)
+    fsync_dir(Path(dest).parent)
+
+
+def atomic_write(dest: Path, data: str | bytes, *, exclusive: bool = False) -> None:
+    """Write `data` to `dest` atomically; with exclusive=True never replace an existing file
+    (FileExistsError then)."""
+    dest = Path(dest)
+    tmp = stage(dest, data)
+    try:
+        crash_point("atomic-write-before-rename")
+        commit_staged(tmp, dest, exclusive=exclusive)
+    finally:
+        unlink_quietly(tmp)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename in `path` durable; a folder that cannot be opened or synced is left as it is."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unlink_quietly(path: str | os.PathLike[str] | None) -> None:
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def remove_stale_temps(folder: Path, older_than: float = STALE_TEMP_SECONDS,
+                       pattern: re.Pattern[str] = TEMP_FILE) -> list[Path]:
+    """Remove the temp files a killed writer left in `folder` (not its subfolders); return what was removed.
+
+    Only names `stage` makes (`pattern`), and only files last modified more than `older_than` seconds
+    ago, so a write in progress in another process is never disturbed. Such files are dot-files: nothing
+    indexes or reads them, this only keeps them from piling up.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    cutoff = time.time() - older_than
+    for entry in entries:
+        if not pattern.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    if removed:
+        log.warning("removed %d temporary file(s) left in %s by an interrupted write", len(removed), folder)
+    return removed

@@ -1,0 +1,78 @@
+"""Signals hybrid search weighs beside the two retrievers' scores.
+
+- keyword_scale: what a BM25 score is divided by. The best hit's score alone would make a query whose only
+  matches are common words (IDF near zero) as strong as one that matched a rare word; a floor, the score of
+  a word found in a single chunk, keeps such matches small.
+- context_scores: query words that occur in a chunk's title or heading but not in its text. They say which
+  file (or section) is about the query, so they lift every chunk there a little and equally, instead of
+  making each chunk a keyword hit of its own (a status line would otherwise rank with the answer).
+- is_assistant: a session line the assistant wrote. What the user said is the record; a reply restating it
+  is weighed down so the user's own words come first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+
+from memory_server.parse.markdown import Chunk
+from memory_server.search.exact import content_terms, terms
+
+PREFIX = 5  # words compared by their first letters: "printers" finds "printer", "tension" "tensioned"
+# A line that starts with the assistant's speaker label: `**Assistant:** ...`, `- **Claude:** ...`.
+ASSISTANT = re.compile(r"^\s*(?:[-*+]\s+|>\s*)?(?:\*\*|__)?(?:assistant|claude|agent)(?:\*\*|__)?\s*:", re.I)
+
+
+def keyword_scale(best: float, chunk_count: int, floor_share: float) -> float:
+    """The divisor that maps BM25 scores to 0..1: the best score, or, when that is lower, `floor_share`
+    times the IDF of a word found in one chunk of `chunk_count` (FTS5's formula)."""
+    idf_once = math.log(max(chunk_count - 0.5, 1.0) / 1.5) if chunk_count > 2 else 0.0
+    return max(best, floor_share * max(idf_once, 0.0), 1e-9)
+
+
+def _stems(words: Iterable[str]) -> set[str]:
+    return {w.casefold()[:PREFIX] for w in words}
+
+
+def context_scores(query: str, chunks: Iterable[Chunk]) -> dict[str, float]:
+    """Per chunk id, the share of the query's content words found in its title or heading and not in its
+    own text (0 when none)."""
+    wanted = _stems(content_terms(query))
+    if not wanted:
+        return {}
+    out: dict[str, float] = {}
+    for chunk in chunks:
+        around = _stems(terms(f"{chunk.title} {chunk.heading}")) & wanted
+        if not around:
+            continue
+        own = _stems(terms(chunk.text))
+        found = len(around - own)
+        if found:
+            out[chunk.id] = found / len(wanted)
+    return out
+
+
+def own_keyword_shares(query: str, chunks: Iterable[Chunk], idf: Callable[[str], float]) -> dict[str, float]:
+    """Per chunk id, the share (by IDF) of the query words its text matches that are its own: not also in its
+    file's title or its heading. In a file titled "3D printer", "printer" in a line of it says which file,
+    not which line; that is context_scores' job, so it does not count again as the line's keyword match."""
+    words = {t.casefold()[:PREFIX]: t.casefold() for t in content_terms(query)}
+    out: dict[str, float] = {}
+    if len(words) < 2:
+        return out  # a query naming only the subject: the chunks that say it are the answer
+    for chunk in chunks:
+        own = _stems(terms(chunk.text))
+        matched = [stem for stem in words if stem in own]
+        if not matched:
+            continue
+        around = _stems(terms(f"{chunk.title} {chunk.heading}"))
+        total = sum(idf(words[stem]) for stem in matched)
+        kept = sum(idf(words[stem]) for stem in matched if stem not in around)
+        out[chunk.id] = kept / total if total > 0 else 0.0
+    return out
+
+
+def is_assistant(chunk: Chunk) -> bool:
+    """Whether a session chunk is the assistant's line (by its speaker label)."""
+    return chunk.layer != "topic" and bool(ASSISTANT.match(chunk.text))

@@ -1,0 +1,114 @@
+"""Fusion of the keyword and semantic signals: the keyword floor, title and heading words as context, the
+literal tier inside search_memory, the user's words over the assistant's, and the embedding recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import write
+from memory_server import Memory
+from memory_server.files.scaffold import init_root
+from memory_server.index.embed_text import MIN_WORDS_FOR_CONTEXT, embed_text
+from memory_server.testing import FakeEmbedder
+from memory_server.parse.markdown import Chunk
+from memory_server.search.exact import context_candidates, keyword_candidates
+from memory_server.search.hybrid import fuse
+from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.settings import RankingSettings
+
+
+def _chunk(text: str, title: str = "Notes", heading: str = "", layer: str = "topic", cid: str = "c") -> Chunk:
+    return Chunk(cid, "topics/x.md", layer, 1, 1, title, heading, None, text)
+
+
+def test_keyword_scores_are_normalised_against_a_floor() -> None:
+    """Matches on common words only (IDF clamped near zero) stay small; the best hit alone would make
+    them 1.0 and 0.5."""
+    ranking = RankingSettings(semantic_weight=0.0)
+    keyword = [("a", 2e-6), ("b", 1e-6)]
+    scaled = fuse([], keyword, ranking, keyword_scale=keyword_scale(2e-6, 1000, ranking.keyword_floor))
+    assert max(scaled.values()) < 1e-3
+    by_best = fuse([], keyword, ranking)
+    assert by_best == {"a": 1.0, "b": 0.5}
+    # a real match (a word found in few chunks) still reaches the full weight
+    strong = keyword_scale(9.0, 1000, ranking.keyword_floor)
+    assert fuse([], [("a", 9.0)], ranking, keyword_scale=strong) == {"a": 1.0}
+
+
+def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    init_root(root)
+    write(root, "topics/kafka.md", "---\ntitle: Kafka broker\n---\n# Kafka broker\n\n"
+          "Status: accepted.\n\nConsumers replay the log from any offset they choose.\n")
+    m = Memory(root, embedder=False)
+    m.index()
+    own = keyword_candidates(m.fts, "kafka offset", 20)
+    assert [c.text for c, _ in own] == ["Consumers replay the log from any offset they choose."]
+    around = context_candidates(m.fts, "kafka offset", 20)
+    assert {c.text for c in around} >= {"Status: accepted.", "Consumers replay the log from any offset they choose."}
+    hits, _ = m.search_memory("kafka offset", k=3)
+    assert hits[0].text.startswith("Consumers replay"), [h.text for h in hits]
+    m.close()
+
+
+def test_context_and_own_shares() -> None:
+    status = _chunk("Status: accepted.", title="Kafka broker", cid="s")
+    answer = _chunk("The broker keeps seven days of log.", title="Kafka broker", cid="a")
+    assert context_scores("kafka retention", [status]) == {"s": 0.5}
+    # "broker" is in the title too: the line's own evidence is "log" only
+    shares = own_keyword_shares("kafka broker log", [answer], lambda word: 1.0)
+    assert shares == {"a": 0.5}
+    # a query naming only the subject keeps its match
+    assert own_keyword_shares("broker", [answer], lambda word: 1.0) == {}
+
+
+def test_a_literal_query_puts_its_phrase_match_first(tmp_path: Path) -> None:
+    """Short lines holding 3, 2 and 7 apart outscore a long line holding `3.2.7` on BM25 and on the fake
+    vectors; the literal tier puts the line that holds the query itself first."""
+    root = tmp_path / "m"
+    init_root(root)
+    steps = "\n\n".join(f"Step 7 of {i}: run 3 jobs on 2 nodes." for i in range(8))
+    answer = ("The parser was pinned in version 3.2.7 because the new grammar broke quoting in the config "
+              "loader, which we found after a long afternoon of bisecting releases.")
+    write(root, "topics/releases.md", f"# Releases\n\n{steps}\n\n{answer}\n")
+    m = Memory(root, embedder=FakeEmbedder())
+    m.index()
+    hits, _ = m.search_memory("3.2.7", k=3)
+    assert hits[0].text == answer, [h.text for h in hits]
+    m.settings.ranking.phrase_bonus = 0.0
+    hits, _ = m.search_memory("3.2.7", k=3)
+    assert hits[0].text != answer
+    m.close()
+
+
+def test_the_users_words_outweigh_the_assistants_restatement(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    init_root(root)
+    write(root, "sessions/compressed/2026/2026-03-01-aaaa-chat.md", "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
+          "**User:** The sprint deadline moved to March 29.\n\n"
+          "**Assistant:** Noted: the sprint deadline moved to March 29.\n")
+    m = Memory(root, embedder=FakeEmbedder())
+    m.index()
+    m.settings.ranking.duplicate_similarity = 1.01
+    hits, _ = m.search_memory("sprint deadline March 29", k=2)
+    assert hits[0].text.startswith("**User:**"), [h.text for h in hits]
+    m.settings.ranking.assistant_weight = 1.0
+    m.settings.ranking.neighbour_weight = 0.0
+    hits, _ = m.search_memory("sprint deadline moved March 29 noted", k=2)
+    assert hits[0].text.startswith("**Assistant:**")
+    m.close()
+
+
+def test_speaker_labels() -> None:
+    assert is_assistant(_chunk("**Assistant:** Sure.", layer="session"))
+    assert is_assistant(_chunk("- **Claude:** done", layer="session"))
+    assert not is_assistant(_chunk("**User:** Assistant: is a word", layer="session"))
+    assert not is_assistant(_chunk("**Assistant:** in a topic it is text", layer="topic"))
+
+
+def test_short_chunks_are_embedded_without_the_title() -> None:
+    badge = _chunk("![Accepted](https://img.shields.io/badge/adr-accepted-green)", title="ADR 19: Use LOAF for breadcrumbs")
+    assert embed_text(badge) == "Accepted"
+    words = " ".join(["word"] * MIN_WORDS_FOR_CONTEXT)
+    long = _chunk(f"**Why:** {words}", title="ADR 19", heading="Context")
+    assert embed_text(long) == f"ADR 19 > Context\nWhy: {words}"

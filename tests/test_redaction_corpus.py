@@ -1,0 +1,185 @@
+"""Secrets in every place a transcript carries them never reach a summary, an index, the transcript layer or
+a dream report; ordinary code comes through redaction (nearly) unchanged.
+
+The corpus (`secret_corpus.py`) holds token formats and command-line / assignment forms, made at run time.
+Each is put in a user message, a Bash command, a tool's output (past the 2,000-character search cut), an
+assistant reply, a Write and an Edit; the transcripts go through the real compression, the real index and
+transcript layer, and a dream run whose recall log holds the secrets as past queries.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_server import Memory
+from memory_server.dream.recall import RecallLog
+from memory_server.dream.run import run_dream
+from memory_server.files.scaffold import init_root
+from memory_server.files.root import MemoryRoot
+from memory_server.sessions.compress import compress_transcript
+from memory_server.sessions.redact import redact_secrets
+from secret_corpus import ORDINARY_LINES, leaked, secret_cases
+
+PLACES = ("user message", "bash command", "tool output", "assistant reply", "write content", "edit")
+NOW = 1_780_000_000.0
+FILLER = "ok line of ordinary build output\n" * 61  # about 2,000 characters: the secret straddles the cut
+
+
+def _rec(kind: str, sid: str, n: int, content: Any, **extra: Any) -> dict[str, Any]:
+    rec = {
+        "type": kind,
+        "sessionId": sid,
+        "uuid": str(uuid.UUID(int=n)),
+        "timestamp": f"2026-03-0{1 + n % 5}T10:{n % 60:02d}:00Z",
+        "cwd": "/home/dev/app",
+        "gitBranch": "main",
+        "version": "2.0.14",
+        "message": {"role": kind, "content": content},
+        **extra,
+    }
+    if kind == "assistant":
+        rec["message"]["id"] = f"msg_{n}"
+    return rec
+
+
+def _transcript(place: str, cases: list[tuple[str, str, str]], sid: str) -> list[dict[str, Any]]:
+    recs = [_rec("user", sid, 0, "Set up the deployment configuration for the app")]
+    n = 1
+    for i, (_label, text, _secret) in enumerate(cases):
+        tid = f"toolu_{i:04d}"
+        failed = i % 3 == 0
+        if place == "user message":
+            recs.append(_rec("user", sid, n, f"Please use this for the deploy: {text}"))
+        elif place == "assistant reply":
+            recs.append(_rec("assistant", sid, n, [{"type": "text", "text": f"I decided to use {text} from now on."}]))
+        else:
+            if place == "bash command":
+                use = {"name": "Bash", "input": {"command": text, "description": "configure"}}
+                output = "error: exit code 1" if failed else "done"
+            elif place == "tool output":
+                use = {"name": "Bash", "input": {"command": "cat .env", "description": "show env"}}
+                output = FILLER + f"error: bad value {text}\nDONE" if failed else FILLER + f"{text}\nDONE"
+            elif place == "write content":
+                use = {"name": "Write", "input": {"file_path": "/home/dev/app/.env", "content": f"# deploy\n{text}\n"}}
+                output = "File created successfully at: /home/dev/app/.env"
+            else:
+                use = {"name": "Edit", "input": {"file_path": "/home/dev/app/settings.py", "old_string": "X = 1",
+                                                 "new_string": text, "replace_all": False}}
+                output = "The file /home/dev/app/settings.py has been updated."
+            recs.append(_rec("assistant", sid, n, [{"type": "tool_use", "id": tid, **use}]))
+            n += 1
+            data: dict[str, Any] = {"stdout": output, "stderr": "", "interrupted": False}
+            if place in ("write content", "edit"):
+                data = {"type": "update", "filePath": use["input"]["file_path"], "content": text,
+                        "newString": text, "originalFile": "X = 1\n" + text}
+            recs.append(_rec("user", sid, n, [{"type": "tool_result", "tool_use_id": tid, "content": output,
+                                              "is_error": failed and place in ("bash command", "tool output")}],
+                             toolUseResult=data))
+        n += 1
+    recs.append(_rec("assistant", sid, n, [{"type": "text", "text": "All set."}]))
+    return recs
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Compress, index and dream over one transcript per place; every output's text, by place."""
+    base = tmp_path_factory.mktemp("corpus")
+    cases = secret_cases()
+    config = base / "claude"
+    folder = config / "projects" / "-home-dev-app"
+    folder.mkdir(parents=True)
+    root = base / "root"
+    init_root(root)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CLAUDE_CONFIG_DIR", str(config))
+    sids = {}
+    for p, place in enumerate(PLACES):
+        sid = str(uuid.UUID(int=(p + 1) * 0x1111))
+        sids[place] = sid
+        path = folder / f"{sid}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in _transcript(place, cases, sid)), encoding="utf-8")
+        assert compress_transcript(path, MemoryRoot(root)), place
+    memory = Memory(root, embedder=False)
+    try:
+        memory.index()
+        state = "\n".join(
+            p.read_bytes().decode("utf-8", "replace") for p in sorted((root / ".memory").rglob("*")) if p.is_file()
+        )
+        summaries = {}
+        layer: dict[str, str] = {}
+        for place, sid in sids.items():
+            summaries[place] = "\n".join(
+                p.read_text(encoding="utf-8") for p in (root / "sessions").rglob("*.md") if sid[:8] in p.name
+            )
+            virtual = "transcript:" + sid
+            assert memory.fts.file(virtual) is not None, "the transcript layer must index the transcript"
+            texts = []
+            for start in range(1, 2 * len(cases) + 4, 2):
+                texts.append(memory.read(virtual, start, start + 1)["text"])
+            layer[place] = "\n".join(texts)
+        searched = []
+        for _label, _text, secret in cases:
+            hits = memory.search_exact(secret, k=20, layers=["topic", "session", "transcript"])
+            searched.append("\n".join(h.text for h in hits))
+        log = RecallLog(root / ".memory")
+        for i, (_label, text, _secret) in enumerate(cases):
+            for ask in range(3):
+                log.record("search_exact", f"where is {text}", [], when=NOW - 3600 * (i + ask + 1))
+        log.close()
+        result = run_dream(root, memory=memory, clock=lambda: NOW)
+        dream_dir = root / "dreams" / result.id
+        report = "\n".join(p.read_text(encoding="utf-8") for p in sorted(dream_dir.iterdir()) if p.is_file())
+        recall_state = (root / ".memory" / "recall.sqlite3").read_bytes().decode("utf-8", "replace")
+    finally:
+        memory.close()
+        mp.undo()
+    return {"cases": cases, "summaries": summaries, "state": state, "layer": layer, "searched": "\n".join(searched),
+            "report": report + recall_state}
+
+
+def _leaks(cases: list[tuple[str, str, str]], text: str) -> list[str]:
+    return [label for label, _text, secret in cases if leaked(secret, text)]
+
+
+def test_the_corpus_is_large_enough(pipeline: dict[str, Any]) -> None:
+    assert len(pipeline["cases"]) >= 150
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_no_secret_reaches_a_summary(pipeline: dict[str, Any], place: str) -> None:
+    text = pipeline["summaries"][place]
+    assert text.strip()
+    assert _leaks(pipeline["cases"], text) == []
+
+
+def test_no_secret_reaches_the_indices(pipeline: dict[str, Any]) -> None:
+    assert _leaks(pipeline["cases"], pipeline["state"]) == []
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_no_secret_reaches_the_transcript_layer(pipeline: dict[str, Any], place: str) -> None:
+    text = pipeline["layer"][place]
+    assert "[REDACTED]" in text
+    assert _leaks(pipeline["cases"], text) == []
+
+
+def test_no_secret_comes_back_from_a_search(pipeline: dict[str, Any]) -> None:
+    assert _leaks(pipeline["cases"], pipeline["searched"]) == []
+
+
+def test_no_secret_reaches_a_dream_report_or_the_recall_log(pipeline: dict[str, Any]) -> None:
+    report = pipeline["report"]
+    assert "## Knowledge gaps" in report and "[REDACTED]" in report
+    assert _leaks(pipeline["cases"], report) == []
+
+
+def test_ordinary_code_is_left_alone() -> None:
+    lines = ORDINARY_LINES.splitlines()
+    assert len(lines) >= 70
+    changed = [line for line in lines if redact_secrets(line) != line]
+    assert len(changed) <= 2, changed
