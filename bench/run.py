@@ -35,11 +35,15 @@ import benchlib  # noqa: E402
 import locomo  # noqa: E402
 import yaml  # noqa: E402
 
+import numpy as np  # noqa: E402
+from numpy.typing import NDArray  # noqa: E402
+
 from memory_server.api import Memory  # noqa: E402
+from memory_server.index.embed_cache import EmbeddingCache  # noqa: E402
 from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
-from memory_server.testing import FakeEmbedder  # noqa: E402
 from memory_server.search.hybrid import Hit  # noqa: E402
 from memory_server.settings import Settings  # noqa: E402
+from memory_server.testing import FakeEmbedder  # noqa: E402
 
 KS = (1, 3, 5, 10)
 SETS = ("locomo", "beam", "coding")
@@ -49,6 +53,23 @@ QUICK_BEAM = "1-5"
 CODING_DIR = "coding-probe"
 
 Search = Callable[[Memory, str, int], list[Hit]]
+
+
+class QueryCachingEmbedder:
+    """The model, with the vectors of single texts (queries) kept in a file under bench/results: a re-run
+    with other ranking settings then spends no time embedding its 2,400 questions. Chunks are embedded in
+    batches and go through each root's own embedding cache as usual."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.cache = EmbeddingCache(path)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if len(texts) == 1:
+            return self.cache.embed(self.inner, texts)
+        return self.inner.embed(texts)
 
 
 def searcher(tool: str) -> Search:
@@ -116,7 +137,7 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
     )
     base = roots_base(args) / "locomo"
     out: list[dict[str, Any]] = []
-    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in TOOLS}
+    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in args.tools}
     details: list[dict[str, Any]] | None = [] if args.details else None
     for conv in conversations:
         root = base / conv.sample_id
@@ -128,7 +149,7 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
                 (q.text, _locomo_scorer(conv, q), {"conversation": conv.index, "category": q.category})
                 for q in conv.questions
             ]
-            for tool in TOOLS:
+            for tool in args.tools:
                 rows, lat = ask(memory, questions, tool, args.k, details)
                 per_tool[tool][0].extend(rows)
                 per_tool[tool][1].extend(lat)
@@ -154,7 +175,7 @@ def _locomo_scorer(conv: locomo.Conversation, q: locomo.Question) -> Callable[[l
 def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -> list[dict[str, Any]]:
     chats = beam.load_chats(benchlib.data_dir(), locomo.parse_indices(args.beam))
     base = roots_base(args) / "beam"
-    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in TOOLS}
+    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in args.tools}
     details: list[dict[str, Any]] | None = [] if args.details else None
     for chat in chats:
         root = base / str(chat.number)
@@ -167,7 +188,7 @@ def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -
                 (q.text, _beam_scorer(chat, q), {"chat": chat.number, "category": chat.category, "type": q.kind})
                 for q in chosen
             ]
-            for tool in TOOLS:
+            for tool in args.tools:
                 rows, lat = ask(memory, questions, tool, args.k, details)
                 per_tool[tool][0].extend(rows)
                 per_tool[tool][1].extend(lat)
@@ -220,11 +241,12 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
     root = coding_root(args, overrides)
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] | None = [] if args.details else None
-    if args.fake:
-        # The scorer starts the real server (real model); with --fake the same scoring runs in process.
+    if args.fake or args.in_process:
+        # The scorer starts the real server (real model); with --fake or --in-process the same scoring runs
+        # here, without the MCP round trip (latency is then in process).
         memory = open_root(root, settings, embedder)
         try:
-            for tool in TOOLS:
+            for tool in args.tools:
                 questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
                 rows, lat = ask(memory, questions, tool, 10, details)
                 for kind in ("paraphrase", "literal"):
@@ -237,7 +259,7 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
         _write_details(args, "coding", details)
         return out
     server = Path(sys.executable).parent / "memory-server"
-    for tool in TOOLS:
+    for tool in args.tools:
         detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
         command = [sys.executable, str(probe / "score.py"), "--root", str(root), "--in-place",
                    "--server", str(server if server.exists() else "memory-server"), "--tool", tool, "--k", "10"]
@@ -310,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--roots", help="folder for the memory roots (default bench/results/roots/dev-<embedder>)")
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild each root's indices (after a chunker change); cached vectors are reused")
+    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, out of {', '.join(TOOLS)}")
+    parser.add_argument("--in-process", action="store_true",
+                        help="score coding-probe in process instead of through its MCP scorer (for tuning)")
     parser.add_argument("--details", help="folder for per-question hits (JSON)")
     parser.add_argument("--json-out", help="where to write the results (default bench/results/run.json)")
     return parser
@@ -321,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in sets:
         if name not in SETS:
             raise SystemExit(f"unknown set {name!r}: use {', '.join(SETS)}")
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    for tool in args.tools:
+        if tool not in TOOLS:
+            raise SystemExit(f"unknown tool {tool!r}: use {', '.join(TOOLS)}")
     if args.quick:
         args.locomo = args.locomo or QUICK_LOCOMO
         args.beam = args.beam or QUICK_BEAM
@@ -328,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     REBUILD = bool(args.rebuild)
     overrides = [benchlib.parse_override(o) for o in args.overrides]
     settings = locomo.base_settings(overrides, args.k)
-    embedder: Embedder = FakeEmbedder() if args.fake else MiniLMEmbedder()
+    embedder: Embedder = (
+        FakeEmbedder() if args.fake
+        else QueryCachingEmbedder(MiniLMEmbedder(), benchlib.RESULTS_DIR / "query-embeddings.sqlite3")
+    )
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     if "locomo" in sets:

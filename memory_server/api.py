@@ -26,7 +26,9 @@ from memory_server.errors import (
     PathRefusedError,
     VectorStoreError,
 )
-from memory_server.files.root import STATE_DIR, MemoryRoot
+from memory_server.files.paths import confine_memory
+from memory_server.files.reading import read_window
+from memory_server.files.root import MemoryRoot
 from memory_server.files.sqlite import is_damage
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import embed_text
@@ -48,6 +50,7 @@ T = TypeVar("T")
 READ_MAX_LINES = 400
 REPAIR_WAIT_SECONDS = 30.0
 READ_MAX_CHARS = 24000
+STATUS_LIST_LIMIT = 20  # memory_status lists at most this many problem files, unlisted topics, notes
 
 
 def in_rank_order(hits: list[Hit]) -> list[Hit]:
@@ -95,6 +98,8 @@ class Memory:
             self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path)
         )
         self.vector_error: str | None = None
+        # Why background indexing stopped (the error, and when it is tried again); None while it works.
+        self.index_failure: str | None = None
         self.on_repair_needed: Callable[[], None] | None = None  # the server's background sync sets this
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
@@ -160,7 +165,9 @@ class Memory:
     ) -> list[Hit]:
         """Literal search: the query as typed, then all its terms, then any, by BM25."""
         q = validate(query, k, layers, after, before, self.settings.search)
-        hits = in_rank_order(self._keyword_guard(lambda: search_exact(self.fts, q, self.settings.search, self.settings.ranking)))
+        hits = in_rank_order(
+            self._keyword_guard(lambda: search_exact(self.fts, q, self.settings.search, self.settings.ranking))
+        )
         self.recall.record("search_exact", query, hits)
         return hits
 
@@ -203,8 +210,9 @@ class Memory:
     def search_note(self, mode: str, *, found: bool, semantic: bool = True) -> str | None:
         """Why an answer may be incomplete (indexing under way, never indexed, semantic side not ready, an
         empty memory), or None when it is not."""
-        stage, done, total = (self.indexer.progress.get(k) for k in ("stage", "done", "total"))
-        if stage == "reading files" and total:
+        progress = self.indexer.progress
+        stage, done, total = progress.get("stage"), int(progress.get("done", 0)), int(progress.get("total", 0))
+        if stage == "reading files" and done < total:  # the stage keeps its name once it is over
             return f"indexing: {done} of {total} files done; keyword results only, so far"
         if self.fts.counts()["files"] == 0:
             waiting = sum(1 for _ in self.root.memory_files())
@@ -218,7 +226,7 @@ class Memory:
         if semantic and mode == "keyword" and self.vectors is not None:
             if self.vector_error:
                 return f"semantic index unavailable ({self.vector_error}); keyword results only"
-            if stage == "embedding" and total:
+            if stage == "embedding" and done < total:
                 return f"indexing: {done} of {total} chunks embedded; keyword results only"
             return "semantic index not ready yet; keyword results only"
         return None
@@ -262,37 +270,26 @@ class Memory:
             except UnicodeEncodeError:
                 raise PathRefusedError("path is not valid Unicode (a lone surrogate): use a `path` from a search hit")
             return self._read_transcript(path, start_line, end_line)
-        rel = self.root.relpath(self.root.resolve(path))
-        if rel.split("/")[0] == STATE_DIR:
-            raise PathRefusedError(f"{path!r} is derived index state, not memory; read the Markdown files instead")
-        lines = self.root.read_lines(rel)
-        total = len(lines)
+        real = confine_memory(self.root.path, path)  # memory files only: never .env, .git/, sources
+        rel = self.root.relpath(real)
         start = 1 if start_line is None else start_line
-        end = total if end_line is None else end_line
-        if isinstance(start, bool) or isinstance(end, bool) or start < 1 or end < 1:
+        bad = isinstance(start, bool) or isinstance(end_line, bool)
+        if bad or start < 1 or (end_line is not None and end_line < 1):
             raise PathRefusedError("start_line and end_line are 1-based line numbers (1 or more)")
-        if start > max(total, 1):
-            raise NotFoundError(f"{path} has {total} lines; start_line {start} is past the end")
-        if end < start:
-            raise PathRefusedError(f"end_line {end} is before start_line {start}")
-        end = min(end, total, start + READ_MAX_LINES - 1)
-        text, used = [], 0
-        for n in range(start, end + 1):
-            line = lines[n - 1]
-            if used + len(line) > READ_MAX_CHARS and text:
-                end = n - 1
-                break
-            text.append(line)
-            used += len(line) + 1
+        if end_line is not None and end_line < start:
+            raise PathRefusedError(f"end_line {end_line} is before start_line {start}")
+        window = read_window(real, rel, start, end_line)  # streamed: bounded per answer and per line
         out: dict[str, Any] = {
             "path": rel,
-            "start_line": start,
-            "end_line": end,
-            "total_lines": total,
-            "text": "\n".join(text),
+            "start_line": window.start,
+            "end_line": window.end,
+            "total_lines": window.total,
+            "text": "\n".join(window.lines),
         }
-        if end < (total if end_line is None else min(end_line, total)):
-            out["more"] = f"truncated: call read_memory with start_line={end + 1} for the rest"
+        if window.truncated:
+            out["more"] = f"truncated: call read_memory with start_line={window.end + 1} for the rest"
+        if window.cut_lines:
+            out["cut_lines"] = list(window.cut_lines)
         return out
 
     def _read_transcript(self, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
@@ -303,7 +300,8 @@ class Memory:
             )
         source = transcript_index.confine(Path(record.source), self.settings)
         lines = transcript_index.read_transcript(source, start_line, end_line)
-        text, used = [], 0
+        text: list[str] = []
+        used = 0
         for line in lines:
             if used + len(line) > READ_MAX_CHARS and text:
                 text.append("… truncated: ask for a narrower line range")
@@ -312,12 +310,19 @@ class Memory:
             used += len(line) + 1
         return {"path": virtual, "start_line": start_line or 1, "end_line": end_line, "text": "\n".join(text)}
 
-    def list_topics(self) -> list[dict[str, Any]]:
-        """Every topic file with its title, description, updated date and tags (from front matter)."""
-        topics = []
+    def topic_count(self) -> int:
+        """How many topic files there are (list_topics shows the first few of a large root)."""
+        return sum(1 for rel, layer in self.root.memory_files() if layer == "topic" and rel.startswith("topics/"))
+
+    def list_topics(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Topic files with their title, description, updated date and tags (from front matter), in path
+        order: all of them, or the first `limit` (only those files are read)."""
+        topics: list[dict[str, Any]] = []
         for rel, layer in self.root.memory_files():
             if layer != "topic" or not rel.startswith("topics/"):
                 continue
+            if limit is not None and len(topics) >= limit:
+                break
             meta: dict[str, Any] = {}
             try:
                 text = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes).text
@@ -402,7 +407,7 @@ class Memory:
                 "model_loaded": bool(getattr(self.embedder, "is_loaded", False)),
                 "error": self.vector_error,
             },
-            "indexing": dict(self.indexer.progress),
+            "indexing": {**self.indexer.progress, **({"stopped": self.index_failure} if self.index_failure else {})},
             "problem_files": problems,
             "notes": list(self.indexer.notes),
         }
@@ -410,6 +415,16 @@ class Memory:
         index_report = check_memory_index(self.root.path, find_topic_paths(self.root.path))
         out["memory_index"] = index_report
         out["notes"].extend(memory_index_notes(index_report))
+        # Bounded whatever the root holds: counts, plus the first few of each list.
+        out["problem_count"] = len(problems)
+        out["problem_files"] = problems[:STATUS_LIST_LIMIT]
+        for key in ("unlisted_topics", "broken_links"):
+            items = index_report.get(key) or []
+            index_report[key.split("_")[0] + "_count"] = len(items)
+            index_report[key] = items[:STATUS_LIST_LIMIT]
+        if len(out["notes"]) > STATUS_LIST_LIMIT:
+            more = len(out["notes"]) - STATUS_LIST_LIMIT
+            out["notes"] = [*out["notes"][:STATUS_LIST_LIMIT], f"and {more} more notes"]
         if self.config_error:
             out["config_error"] = self.config_error
         return out
@@ -419,4 +434,4 @@ class Memory:
             due, reason = DreamGate(self.root.path, self.settings).due()
         except MemoryServerError as exc:
             return {"due": False, "reason": str(exc)}
-        return {"due": due, "reason": reason, "how": "run /dream (memory-server dream run)" if due else None}
+        return {"due": due, "reason": reason, "how": "run /dream (without an agent: memory-server dream run)" if due else None}

@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 60.0
 INITIAL_RETRY_SECONDS = 2.0
+RETRY_SECONDS = 1.0  # after a failed pass, wait this long, doubling while it keeps failing
+MAX_RETRY_SECONDS = 60.0
 START_DELAY_SECONDS = 0.5
 
 
@@ -35,6 +37,7 @@ class Background:
         self._watcher: Watcher | None = None
         self._begin = threading.Event()  # a search is waiting: skip the start delay
         self.keyword_ready = threading.Event()  # the first keyword pass has run (or failed)
+        self._retry_seconds = RETRY_SECONDS
 
     def start(self) -> None:
         if self._thread is not None:
@@ -69,6 +72,7 @@ class Background:
             )
             if report.changed or report.vectors_written:
                 log.info("index: %s", report.summary())
+            self._failed(None)
             return True
         except LockedError:
             log.info("another process is writing the index; will retry")
@@ -77,10 +81,24 @@ class Background:
         except MemoryServerError as exc:
             log.error("indexing failed: %s", exc)
             self.memory.vector_error = str(exc)
-        except Exception:
+            self._failed(exc)
+        except Exception as exc:
             if not self._stop.is_set():
                 log.exception("indexing failed")
+                self._failed(exc)
         return False
+
+    def _failed(self, exc: BaseException | None) -> None:
+        """Remember why indexing stopped (memory_status shows it) and back off before the next attempt."""
+        if exc is None:
+            self.memory.index_failure = None
+            self._retry_seconds = RETRY_SECONDS
+            return
+        self._retry_seconds = min(self._retry_seconds * 2, MAX_RETRY_SECONDS)
+        self.memory.index_failure = (
+            f"{type(exc).__name__}: {exc}; trying again in {self._retry_seconds:.0f} s (fix the cause, e.g. free "
+            "disk space or make .memory/ writable; `memory-server index` shows the full error)"
+        )
 
     def _run(self) -> None:
         # Let the MCP handshake finish first: indexing competes with it for the interpreter.
@@ -99,7 +117,7 @@ class Background:
         finally:
             self.keyword_ready.set()
         # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
-        while not self._sync(None) and not self._stop.wait(INITIAL_RETRY_SECONDS):
+        while not self._sync(None) and not self._stop.wait(max(INITIAL_RETRY_SECONDS, self._retry_seconds)):
             pass
         if self.watch and not self._stop.is_set():
             self._watcher = Watcher(
@@ -116,7 +134,8 @@ class Background:
 
     def _on_change(self, paths: set[str] | None) -> None:
         if not self._sync(paths) and not self._stop.is_set():
-            # Keep the change for the next attempt (the periodic sweep also catches it).
-            timer = threading.Timer(1.0, self._on_change, args=(paths,))
+            # Keep the change for the next attempt (the periodic sweep also catches it), backing off while
+            # the failure lasts.
+            timer = threading.Timer(self._retry_seconds, self._on_change, args=(paths,))
             timer.daemon = True
             timer.start()

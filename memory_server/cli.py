@@ -103,13 +103,17 @@ def search(query: str, exact: bool, k: int | None, layers: tuple[str, ...], afte
         chosen = list(layers) or None
         if exact:
             hits, mode = memory.search_exact(query, k, chosen, after, before), "exact"
+            note = memory.search_note("keyword", found=bool(hits), semantic=False)
         else:
             hits, mode = memory.search_memory(query, k, chosen, after, before)
+            note = memory.search_note(mode, found=bool(hits))
     finally:
         memory.close()
     if as_json:
-        echo_json({"hits": [h.to_dict() for h in hits], "mode": mode})
+        echo_json({"hits": [h.to_dict() for h in hits], "mode": mode, **({"note": note} if note else {})})
         return
+    if note:  # why the answer may be incomplete (never indexed, semantic index not built yet)
+        click.echo(f"note: {note}", err=True)
     if not hits:
         click.echo("no hits")
     for h in hits:

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -30,7 +31,7 @@ from memory_server.background import Background
 from memory_server.errors import MemoryServerError
 from memory_server.files.logs import LOG_DIR, rotate
 from memory_server.settings import Settings
-from memory_server.stdio_guard import exit_on_hangup, repair_stdin
+from memory_server.stdio_guard import exit_on_hangup, repair_stdin, serve_stdio
 from memory_server.tool_results import (
     ReadResult,
     SearchResult,
@@ -47,6 +48,7 @@ Layer = Literal["topic", "session", "transcript"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 FIRST_PASS_WAIT_SECONDS = 1.0  # a search waits this long for the first keyword pass of a fresh server
+LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path) and the total
 
 INSTRUCTIONS = (
     "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
@@ -227,8 +229,14 @@ def build_server(
     @mcp.tool(description=DESCRIPTIONS["list_topics"], annotations=READ_ONLY)
     @tool_errors
     def list_topics() -> TopicList:
-        topics = [Topic.model_validate({k: v for k, v in t.items() if v}) for t in gate.get().list_topics()]
-        return TopicList(topics=topics)
+        memory = gate.get()
+        found = memory.list_topics(limit=LIST_TOPICS_LIMIT)
+        topics = [Topic.model_validate({k: v for k, v in t.items() if v}) for t in found]
+        if len(found) < LIST_TOPICS_LIMIT:
+            return TopicList(topics=topics, total=len(found))
+        total = memory.topic_count()
+        note = f"the first {len(found)} of {total} topics, by path; search_memory finds the others"
+        return TopicList(topics=topics, total=total, note=note if total > len(found) else None)
 
     @mcp.tool(description=DESCRIPTIONS["memory_status"], annotations=READ_ONLY)
     @tool_errors
@@ -236,25 +244,34 @@ def build_server(
         return Status.model_validate(gate.get().status())
 
     for tool in mcp._tool_manager.list_tools():  # the SDK offers no public hook for the published schemas
-        drop_titles(tool.parameters)
-        drop_titles(tool.output_schema)
+        tidy_schema(tool.parameters)
+        tidy_schema(tool.output_schema)
     return mcp
 
 
-def drop_titles(schema: Any) -> None:
-    """Remove the titles pydantic derives from names ("Query" for `query`): they repeat the property
-    names in every tools/list. A property that is itself called `title` stays."""
+def tidy_schema(schema: Any) -> None:
+    """Shorten a published schema without changing what it accepts from us: drop the titles pydantic derives
+    from names ("Query" for `query`), which repeat the property names, and write an optional field as its
+    type alone instead of "that type or null, default null" (results leave empty fields out; a client may
+    leave out an optional argument). A property that is itself called `title` stays."""
     if isinstance(schema, dict):
         schema.pop("title", None)
+        options = schema.get("anyOf")
+        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+            (kept,) = [o for o in options if o != {"type": "null"}]
+            del schema["anyOf"]
+            schema.update(kept)
+            if "default" in schema and schema["default"] is None:
+                del schema["default"]
         for key, value in schema.items():
             if key in ("properties", "$defs") and isinstance(value, dict):
                 for sub in value.values():
-                    drop_titles(sub)
+                    tidy_schema(sub)
             else:
-                drop_titles(value)
+                tidy_schema(value)
     elif isinstance(schema, list):
         for item in schema:
-            drop_titles(item)
+            tidy_schema(item)
 
 
 def log_to_file(path: Path) -> None:
@@ -303,5 +320,6 @@ def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memor
 def _run(server: MCPServer, on_hangup: Callable[[], None]) -> None:
     repair_stdin()
     exit_on_hangup(on_hangup)
-    server.run("stdio")
+    # The SDK offers no public hook for answering unreadable lines; serve its low-level server ourselves.
+    anyio.run(serve_stdio, server._lowlevel_server)
     log.info("client closed the connection; server stopped")

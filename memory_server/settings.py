@@ -146,30 +146,11 @@ class DreamSettings(_Section):
     min_hours: float = Field(default=24.0, ge=0)  # since the last dream
     min_sessions: int = Field(default=5, ge=0)  # compressed sessions closed since (not yet processed by a dream)
     lock_wait_seconds: float = Field(default=5.0, ge=0)  # a second `dream run` waits this long for the first
-    # Scoring: score = prior of the kind + sum of weight * signal (each signal in 0..1); proposed when
-    # score >= min_score (and, for lessons, the error shows in lesson_min_sessions sessions or more).
-    min_score: float = Field(default=0.5, ge=0)
-    prior_drift: float = Field(default=0.4, ge=0)  # a session contradicts what a topic says today
-    prior_lesson: float = Field(default=0.25, ge=0)  # an error that recurs in several sessions
-    prior_decision: float = Field(default=0.1, ge=0)  # a decision or rule stated in a session
-    prior_stale: float = Field(default=0.0, ge=0)  # a topic whose subject keeps coming up while it does not change
-    weight_support: float = Field(default=0.4, ge=0)  # sessions that support the candidate, / support_cap
-    weight_recency: float = Field(default=0.25, ge=0)  # halves every recency_half_life_days since the newest evidence
-    weight_recall_count: float = Field(default=0.15, ge=0)  # searches whose hits held the evidence, / recall_count_cap
-    weight_recall_quality: float = Field(default=0.1, ge=0)  # how high those hits scored, relative to the best hit
-    weight_distinct_queries: float = Field(default=0.1, ge=0)  # distinct query keys among those, / distinct_queries_cap
-    weight_rule: float = Field(default=0.1, ge=0)  # 1 when a decision is a standing rule ("from now on", "always")
-    support_cap: int = Field(default=3, ge=1)
-    recall_count_cap: int = Field(default=5, ge=1)
-    distinct_queries_cap: int = Field(default=3, ge=1)
-    recency_half_life_days: float = Field(default=30.0, gt=0)
     # Gathering.
     lesson_min_sessions: int = Field(default=2, ge=1)  # an error becomes a lesson when it shows in this many sessions
-    error_similarity: float = Field(default=0.5, ge=0, le=1)  # share of content words two error lines must share
-    topic_match_min: float = Field(default=0.3, ge=0, le=1)  # share of a statement's content words a section must hold
-    topic_semantic_min: float = Field(default=0.5, ge=-1, le=1)  # or: cosine of statement and topic section
-    rewrite_similarity: float = Field(default=0.5, ge=0, le=1)  # this share of words shared with a line updates it
-    decisions_topic: str = Field(default="decisions", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # new topic's name
+    # An item without a section goes to the section holding this share of its content words,
+    topic_match_min: float = Field(default=0.3, ge=0, le=1)
+    topic_semantic_min: float = Field(default=0.5, ge=-1, le=1)  # or (with a model) this cosine with it
     stale_min_sessions: int = Field(default=3, ge=1)  # sessions mentioning a topic's subject since it last changed
     stale_min_days: float = Field(default=14.0, ge=0)  # and the topic is at least this old
     gap_min_asks: int = Field(default=3, ge=1)  # a query asked this often that never found anything good is a gap

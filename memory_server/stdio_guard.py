@@ -7,6 +7,9 @@
 - `repair_stdin`: the SDK's strict JSON parser drops a line it cannot parse without answering it, so the
   client waits forever. Lines with a lone surrogate escape (valid JSON, not valid Unicode) or an integer
   too long to parse are made answerable on the way in.
+- `serve_stdio`: runs the SDK's server on its own stdio transport, and answers every line that is still not
+  a valid JSON-RPC message with a JSON-RPC error (-32700 parse error, -32600 invalid request; with the
+  line's id when it has one, else null), sent through the SDK's own writer so answers never interleave.
 """
 
 from __future__ import annotations
@@ -21,6 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -109,3 +119,49 @@ def repair_stdin() -> None:
                 pass
 
     threading.Thread(target=pump, name="memory-stdin", daemon=True).start()
+
+
+def error_answer(exc: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error for a line the SDK could not read as a message (`exc` is what its reader raised)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors or any(e["type"] == "json_invalid" for e in errors):
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+            code=types.PARSE_ERROR,
+            message="parse error: the line is not valid JSON; send one JSON-RPC message per line",
+        ))
+    rid: int | str | None = None
+    for e in errors:
+        got = e.get("input")
+        if isinstance(got, dict) and len(e.get("loc", ())) <= 2:
+            value = got.get("id")
+            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+                rid = value
+                break
+    where = "; ".join(dict.fromkeys(
+        f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'message'}: {e['msg']}" for e in errors[:6]
+    ))
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message=f"invalid request: not a JSON-RPC 2.0 request, response or notification ({where[:500]})",
+    ))
+
+
+async def serve_stdio(server: Any) -> None:
+    """Serve a low-level MCP `server` on stdin/stdout until the client closes stdin; unreadable lines get a
+    JSON-RPC error answer instead of none."""
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = create_context_streams[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        log.warning("answered an unreadable protocol line with an error: %s", str(item)[:200])
+                        await write_stream.send(SessionMessage(error_answer(item)))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            await server.run(receive, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()

@@ -60,6 +60,8 @@ class Topic(BaseModel):
 
 class TopicList(BaseModel):
     topics: list[Topic]
+    total: int | None = None  # how many topics there are (a large root lists only the first ones)
+    note: str | None = None
 
 
 class KeywordIndexStatus(BaseModel):
@@ -102,6 +104,7 @@ class Status(BaseModel):
     semantic_index: SemanticIndexStatus
     indexing: dict[str, int | str]
     problem_files: list[ProblemFile]
+    problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
     dream: DreamStatus
     memory_index: dict[str, Any] | None = None

@@ -2,6 +2,7 @@
 
     connect(root)              the MCP SDK's client session (async context manager)
     wait_until_indexed(s)      poll memory_status until the index holds the files on disk
+    finds(query)               for wait_until_indexed(until=...): search_exact finds the query
     RawClient(root, errlog)    hand-written JSON-RPC lines on the server's pipes (what an SDK will not send)
 """
 
@@ -85,6 +86,15 @@ async def wait_until_indexed(
             return status
         assert time.monotonic() < deadline, f"the server did not finish indexing in {timeout:.0f} s: {status}"
         await anyio.sleep(0.2)
+
+
+def finds(query: str) -> Callable[[ClientSession], Awaitable[bool]]:
+    """For wait_until_indexed(until=...): search_exact for `query` has a hit."""
+
+    async def check(session: ClientSession) -> bool:
+        return bool(payload(await session.call_tool("search_exact", {"query": query}))["hits"])
+
+    return check
 
 
 class RawClient:

@@ -55,6 +55,18 @@ def test_cli_init_index_search_status(root: Path, tmp_path: Path):
     assert "topics/printer.md:14-14" in r.stdout, r.stderr  # --root before the command works too
 
 
+def test_search_says_why_it_found_nothing(root: Path):
+    """A root that was never indexed: not just "no hits", but why, and what to run."""
+    r = run_cli("search", "--exact", "SAVE_CONFIG", "--root", str(root))
+    assert r.returncode == 0 and r.stdout == "no hits\n", r.stdout
+    assert "not been indexed yet (5 files waiting)" in r.stderr and "memory-server index" in r.stderr, r.stderr
+    r = run_cli("search", "--exact", "SAVE_CONFIG", "--json", "--root", str(root))
+    assert "not been indexed yet" in json.loads(r.stdout)["note"]
+    assert run_cli("index", "--keyword-only", "--root", str(root)).returncode == 0
+    r = run_cli("search", "--exact", "SAVE_CONFIG", "--root", str(root))
+    assert "topics/printer.md" in r.stdout and r.stderr == "", r.stderr
+
+
 def test_one_command_tree_with_a_version(tmp_path: Path):
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"memory-server {__version__}"

@@ -28,7 +28,8 @@ FRONT_MATTER_KEYS = [
 COUNT_KEYS = ["messages", "requests", "tool_calls", "commands", "failed_commands", "errors", "corrections", "commits"]
 SECTIONS = {
     "## Goal", "## What the user said", "## Corrections", "## Questions and answers", "## Decisions",
-    "## Errors and fixes", "## Commits", "## Files", "## Commands", "## Claude Code's own summary", "## Open at the end",
+    "## Errors and fixes", "## Commits", "## Files", "## Commands", "## Claude Code's own summary",
+    "## Open at the end",
 }
 
 
@@ -108,20 +109,36 @@ def first_request(path: Path) -> str:
     return commands[0]
 
 
-def tool_inputs(path: Path, names: set[str]) -> list[dict]:
+def tool_uses(path: Path, names: set[str]) -> list[dict]:
     out = []
     for rec in records(path):
         content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
         if isinstance(content, list):
-            out += [b["input"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
-                    and b.get("name") in names]
+            out += [b for b in content
+                    if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in names]
+    return out
+
+
+def tool_inputs(path: Path, names: set[str]) -> list[dict]:
+    return [u["input"] for u in tool_uses(path, names)]
+
+
+def failed_tool_ids(path: Path) -> set[str]:
+    out = set()
+    for rec in records(path):
+        content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
+        if isinstance(content, list):
+            out |= {b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
+                    and b.get("is_error") is True}
     return out
 
 
 def edited_files(path: Path) -> set[str]:
+    """Files a write or edit succeeded on (a rejected or refused one never touched its file)."""
     cwd = next(r["cwd"] for r in records(path) if r.get("cwd"))
-    uses = tool_inputs(path, {"Write", "Edit", "MultiEdit", "NotebookEdit"})
-    paths = {i.get("file_path") or i.get("notebook_path") for i in uses}
+    failed = failed_tool_ids(path)
+    uses = [u for u in tool_uses(path, {"Write", "Edit", "MultiEdit", "NotebookEdit"}) if u["id"] not in failed]
+    paths = {u["input"].get("file_path") or u["input"].get("notebook_path") for u in uses}
     return {os.path.relpath(p, cwd) if p.startswith(cwd + "/") else p for p in paths if p}
 
 

@@ -12,12 +12,11 @@ import os
 import random
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 import anyio
 from conftest import write
-from mcp_client import connect, payload
+from mcp_client import connect, payload, wait_until_indexed
 
 from memory_server import Memory
 from memory_server.files.root import MemoryRoot
@@ -105,12 +104,6 @@ def _mutate(root: Path, markers: dict[str, str], rng: random.Random, step: int) 
             markers[new_rel] = f"zqt{i + 1000}v{version}"
 
 
-async def settled(s) -> bool:
-    st = payload(await s.call_tool("memory_status", {}))
-    sem = st["semantic_index"]
-    return bool(st["keyword_index"]["fresh"] and sem["pending_files"] == 0 and sem["vectors"] == st["chunks"])
-
-
 def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
     root = tmp_path / "memory"
     markers = seed(root)
@@ -148,7 +141,7 @@ def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
         while "started" not in rebuild:
             await anyio.sleep(0.1)
         done = await anyio.run_process(
-            [sys.executable, "-m", "memory_server.cli", "index", "--rebuild", "--root", str(root)], check=False
+            [sys.executable, "-m", "memory_server", "index", "--rebuild", "--root", str(root)], check=False
         )
         rebuild["result"] = done
 
@@ -163,13 +156,8 @@ def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
                 tg.start_soon(writer, stop)
                 tg.start_soon(rebuilder)
             # Everything has stopped writing: each server must converge on the files as they are now.
-            deadline = time.monotonic() + SETTLE_SECONDS
-            for n, s in enumerate(sessions):
-                while not await settled(s):
-                    assert time.monotonic() < deadline, f"server {n} did not settle: " + str(
-                        payload(await s.call_tool("memory_status", {}))
-                    )
-                    await anyio.sleep(0.25)
+            for s in sessions:
+                await wait_until_indexed(s, timeout=SETTLE_SECONDS)
             # Every server finds every file's current version, and no stale version of any file.
             for n, s in enumerate(sessions):
                 for rel, marker in sorted(markers.items()):

@@ -12,19 +12,17 @@ import logging
 import os
 import shutil
 import sqlite3
-import time
 from pathlib import Path
 
 import anyio
 import pytest
-
 from conftest import write
-from mcp_client import connect, payload
+from mcp_client import connect, finds, payload, wait_until_indexed
+
 from memory_server import Memory
 from memory_server.testing import FakeEmbedder
 
 PRINTER = "topics/printer.md"
-SETTLE_SECONDS = 60.0
 
 
 def many_files(root: Path, n: int = 40) -> None:
@@ -114,12 +112,7 @@ def test_index_replaced_by_garbage_while_the_server_runs(root: Path, tmp_path: P
     async def main() -> None:
         with open(errlog, "w") as err:
             async with connect(root, errlog=err) as s:
-                deadline = time.monotonic() + SETTLE_SECONDS
-                while not payload(await s.call_tool("memory_status", {}))["keyword_index"]["fresh"] or not payload(
-                    await s.call_tool("search_exact", {"query": "zzextra3"})
-                )["hits"]:
-                    assert time.monotonic() < deadline
-                    await anyio.sleep(0.2)
+                await wait_until_indexed(s, semantic=False, until=finds("zzextra3"))
                 db = root / ".memory" / "index.sqlite3"
                 garbage = db.with_name("garbage.tmp")
                 garbage.write_bytes(os.urandom(200_000))
@@ -182,25 +175,13 @@ def test_a_garbage_chroma_store_is_made_anew(root: Path, caplog) -> None:
 
 
 def test_chroma_folder_deleted_while_the_server_runs(root: Path, tmp_path: Path) -> None:
-    async def settled(s) -> dict | None:
-        st = payload(await s.call_tool("memory_status", {}))
-        sem = st["semantic_index"]
-        ok = st["keyword_index"]["fresh"] and sem["pending_files"] == 0 and sem["vectors"] == st["chunks"]
-        return st if ok else None
-
     async def main() -> None:
         async with connect(root, errlog=open(tmp_path / "server.err", "w")) as s:
-            deadline = time.monotonic() + SETTLE_SECONDS
-            while not await settled(s):
-                assert time.monotonic() < deadline, "the server did not finish indexing"
-                await anyio.sleep(0.2)
+            await wait_until_indexed(s)
             shutil.rmtree(root / ".memory" / "chroma")
             result = await s.call_tool("search_memory", {"query": "how tight should the belt be?"})
             assert not result.is_error, result
-            deadline = time.monotonic() + SETTLE_SECONDS
-            while not (st := await settled(s)):
-                assert time.monotonic() < deadline, payload(await s.call_tool("memory_status", {}))
-                await anyio.sleep(0.2)
+            st = await wait_until_indexed(s)
             assert st["semantic_index"]["vectors"] > 0
             assert any("vector index disagreed" in n for n in st["notes"]), st["notes"]
             got = payload(await s.call_tool("search_memory", {"query": "how tight should the belt be?"}))
@@ -303,10 +284,7 @@ def test_the_server_verifies_every_file_when_it_starts(root: Path, tmp_path: Pat
 
     async def main() -> None:
         async with connect(root, errlog=open(tmp_path / "server.err", "w")) as s:
-            deadline = time.monotonic() + SETTLE_SECONDS
-            while not payload(await s.call_tool("search_exact", {"query": "zzfresh9"}))["hits"]:
-                assert time.monotonic() < deadline, payload(await s.call_tool("memory_status", {}))
-                await anyio.sleep(0.2)
+            await wait_until_indexed(s, semantic=False, until=finds("zzfresh9"))
             assert not payload(await s.call_tool("search_exact", {"query": "zzextra9"}))["hits"]
 
     anyio.run(main)

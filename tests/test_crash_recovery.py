@@ -40,7 +40,7 @@ def run(root: Path, *args: str, crash: str | None = None, timeout: float = 120) 
     env.pop(CRASH_ENV, None)
     if crash:
         env[CRASH_ENV] = crash
-    return subprocess.run([sys.executable, "-m", "memory_server.cli", *args, "--root", str(root)],
+    return subprocess.run([sys.executable, "-m", "memory_server", *args, "--root", str(root)],
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRANSCRIPTS, require_shared
+from filelock import FileLock
 
+from memory_server.files.locks import COMPRESS_LOCK
 from memory_server.files.root import MemoryRoot
 from memory_server.parse.frontmatter import read_front_matter
 from memory_server.sessions.hooks import log_path, pre_compact, session_end, spawn_compression
@@ -23,7 +25,7 @@ def require(path: Path) -> Path:
 
 @pytest.fixture
 def memroot(tmp_path: Path) -> MemoryRoot:
-    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "topics").mkdir(parents=True)  # a memory root: only those get session records
     return MemoryRoot(tmp_path / "root")
 
 
@@ -58,10 +60,11 @@ def wait_for(predicate, what: str, root: MemoryRoot) -> None:
 
 
 def test_session_end_returns_at_once_and_the_file_appears(transcript: Path, memroot: MemoryRoot) -> None:
-    start = time.perf_counter()
-    session_end(payload(transcript, reason="exit"), memroot)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"the SessionEnd hook took {elapsed:.2f} s; Claude Code allows about 1.5 s"
+    # With the compression lock held, a hook that compressed in-line would block; this one returns, and
+    # the detached job writes the file once the lock is free.
+    with FileLock(str(memroot.state_dir / COMPRESS_LOCK)):
+        session_end(payload(transcript, reason="exit"), memroot)
+        assert session_files(memroot) == []
     wait_for(lambda: len(session_files(memroot)) == 1, "the compressed session did not appear", memroot)
     (out,) = session_files(memroot)
     meta = read_front_matter(out)
@@ -110,9 +113,7 @@ def test_racing_hooks_write_one_file_set(transcript: Path, memroot: MemoryRoot) 
 )
 def test_a_bad_payload_is_logged_never_raised(bad: object, memroot: MemoryRoot, caplog) -> None:
     for hook in (session_end, pre_compact):
-        start = time.perf_counter()
         hook(bad, memroot)  # type: ignore[arg-type]
-        assert time.perf_counter() - start < 1.0
     assert "nothing to compress" in caplog.text
     time.sleep(0.2)
     assert session_files(memroot) == []
@@ -121,6 +122,16 @@ def test_a_bad_payload_is_logged_never_raised(bad: object, memroot: MemoryRoot, 
 def test_a_directory_as_transcript_is_ignored(tmp_path: Path, memroot: MemoryRoot) -> None:
     session_end(payload(tmp_path), memroot)
     assert session_files(memroot) == []
+
+
+def test_a_folder_that_is_not_a_memory_root_gets_nothing(
+    transcript: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare = tmp_path / "project"
+    bare.mkdir()
+    session_end(payload(transcript), MemoryRoot(bare))
+    assert "nothing recorded" in capsys.readouterr().err
+    assert list(bare.iterdir()) == []
 
 
 def test_hook_input_as_claude_code_sends_it(transcript: Path, memroot: MemoryRoot) -> None:

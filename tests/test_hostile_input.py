@@ -292,11 +292,12 @@ class RawServer:
 
     def __init__(self, root: Path, errlog) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memory_server.cli", "serve", "--root", str(root)],
+            [sys.executable, "-m", "memory_server", "serve", "--root", str(root)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.responses: dict[Any, dict] = {}
+        self.errors_without_id: list[dict] = []  # answers to lines whose id could not be read
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -327,7 +328,9 @@ class RawServer:
             if line is None:
                 break
             message = json.loads(line)
-            if "id" in message and ("result" in message or "error" in message):
+            if message.get("id") is None and "error" in message:
+                self.errors_without_id.append(message)
+            elif "id" in message and ("result" in message or "error" in message):
                 self.responses[message["id"]] = message
         return ids - self.responses.keys()
 
@@ -385,8 +388,17 @@ def test_raw_json_rpc_with_nul_and_lone_surrogates_gets_answers(root: Path, tmp_
             assert not server.wait_for({1}, 60), "no answer to initialize"
             server.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
             server.wait_indexed()
-            server.send("this line is not JSON at all")  # unanswerable (no id), but must not stop the server
+            # Lines that are not valid requests get a JSON-RPC error answer (id null when it cannot be read)
+            server.send("this line is not JSON at all")
             server.send('{"jsonrpc":"2.0","id":')
+            server.send("[]")
+            server.send('{"jsonrpc":"2.0","id":77}')
+            server.send('{"jsonrpc":"2.0","id":78,"method":5}')
+            assert not server.wait_for({77, 78}, 30), "no answer to an invalid request with an id"
+            assert [server.responses[i]["error"]["code"] for i in (77, 78)] == [-32600, -32600]
+            assert "invalid request" in server.responses[77]["error"]["message"]
+            assert [e["error"]["code"] for e in server.errors_without_id] == [-32700, -32700, -32600]
+            assert "not valid JSON" in server.errors_without_id[0]["error"]["message"]
             ids = set()
             for n, (tool, arguments) in enumerate(RAW_CALLS, start=100):
                 server.send(tools_call(n, tool, arguments))
@@ -550,3 +562,57 @@ def test_more_ways_out_of_the_root_are_refused(hostile_root: Path, path: str, er
         assert error in str(caught[0])
     finally:
         m.close()
+
+
+# -- bounded work: query length, list_topics and memory_status sizes -------------------------------------------
+
+
+def test_a_10_mb_query_is_refused_at_once(fake_memory: Memory):
+    query = "belt tension " * 800_000
+    for call in (fake_memory.search_exact, fake_memory.search_memory):
+        started = time.monotonic()
+        with pytest.raises(MemoryServerError, match="characters, over the 10,000-character limit"):
+            call(query, 3)
+        assert time.monotonic() - started < 2, call.__name__
+    assert fake_memory.search_exact("belt tension " * 700, 3) is not None  # under the limit: answered
+
+
+def many_topics(root: Path, n: int) -> None:
+    for i in range(n):
+        (root / "topics" / f"t{i:05d}.md").write_text(f"# Topic {i}\n\nmanytopic{i} body\n", encoding="utf-8")
+    for i in range(60):
+        (root / "topics" / f"bin{i:02d}.md").write_bytes(b"\x00binary")
+
+
+def test_memory_status_and_list_topics_are_bounded(root: Path, tmp_path: Path):
+    many_topics(root, 1500)
+    m = Memory(root, embedder=False)
+    try:
+        m.index()
+        status = m.status()
+        assert status["problem_count"] == 60 and len(status["problem_files"]) == 20
+        index = status["memory_index"]
+        assert index["unlisted_count"] >= 1500 and len(index["unlisted_topics"]) == 20
+        assert len(status["notes"]) <= 21
+        assert len(json.dumps(status)) < 20_000
+        assert len(m.list_topics(limit=200)) == 200 and m.topic_count() >= 1560
+    finally:
+        m.close()
+    with served(root, tmp_path / "server.stderr") as server:
+        server.wait_indexed()
+        topics = payload(server.call("list_topics", {}))
+        assert len(topics["topics"]) == 200 and topics["total"] >= 1560 and "search_memory" in topics["note"]
+        assert len(json.dumps(topics)) < 40_000
+        status = payload(server.call("memory_status", {}))
+        assert status["problem_count"] == 60 and len(json.dumps(status)) < 20_000
+
+
+@pytest.mark.parametrize("hook", ["session-start", "session-end", "pre-compact"])
+def test_deeply_nested_hook_json_is_ignored_with_a_message(root: Path, hook: str):
+    from conftest import run_cli
+
+    for deep in ("[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000):
+        done = run_cli("hook", hook, "--root", str(root), input=deep)
+        assert done.returncode == 0, done.stderr[-2000:]  # a hook never fails the session
+        assert "Traceback" not in done.stderr and "unreadable hook input" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

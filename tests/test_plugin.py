@@ -47,8 +47,8 @@ NEWEST_HINT = f"install it with `npm install --prefix .ci-node/newest @anthropic
 ROOT_RULE = '--root "${MEMORY_ROOT:-${CLAUDE_PROJECT_DIR}}"'  # hooks and skill: $MEMORY_ROOT, else the project
 # The server: $MEMORY_ROOT, else the folder Claude Code starts it in (the project directory).
 MCP_ARGS = ["serve", "--root", "${MEMORY_ROOT:-.}"]
-README_INIT = "memory-server init --root ~/notes/memory"
-README_ADD = "claude mcp add --scope user memory -- memory-server serve --root ~/notes/memory"
+README_INIT = ".venv/bin/memory-server init --root ~/notes/memory"
+README_ADD = 'claude mcp add --scope user memory -- "$PWD/.venv/bin/memory-server" serve --root ~/notes/memory'
 PLUGIN_SERVER = "plugin:memory-server:memory"
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
@@ -287,37 +287,79 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
     assert served(elsewhere), "the server opened $MEMORY_ROOT"
 
 
-def test_readme_mcp_add_line_connects(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:
-    """The README's two lines, run by a shell as a user types them, then `claude mcp list`."""
+def readme_block(section: str, n: int = 0) -> list[str]:
+    """The lines of the `n`th ```bash block under the README heading `section`."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert README_INIT in readme and README_ADD in readme, "the README shows these exact commands"
-    project = tmp_path / "some-project"
-    project.mkdir()
-    env = base_env(home)
-    env["PATH"] = os.pathsep.join([str(Path(claude_bin).parent), env["PATH"]])
+    start = readme.index(f"\n## {section}\n")
+    end = readme.find("\n## ", start + 1)
+    blocks = re.findall(r"^```bash\n(.*?)^```", readme[start:end], flags=re.M | re.S)
+    return [line for line in blocks[n].splitlines() if line.strip()]
 
-    for line in (README_INIT, README_ADD):
-        result = run(line, cwd=project, env=env, shell=True)
+
+def fake_clone(tmp_path: Path, server_bin: Path) -> Path:
+    """A folder standing for the clone after `python3 -m venv .venv && .venv/bin/pip install ...`: its
+    `.venv/bin/memory-server` is the server under test (installing from PyPI is not part of the test)."""
+    clone = tmp_path / "memory-server"
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    (clone / ".venv" / "bin" / "memory-server").symlink_to(server_bin)
+    return clone
+
+
+def path_without_memory_server(claude_bin: str) -> str:
+    """PATH with `claude` and `node` but no `memory-server`, as on a machine where it was never put on PATH."""
+    folders = [str(Path(claude_bin).parent)]
+    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        if folder and not (Path(folder) / "memory-server").exists():
+            folders.append(folder)
+    return os.pathsep.join(folders)
+
+
+def test_readme_use_it_lines_register_for_every_project(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+) -> None:
+    """The README's two lines, run by a shell in the clone as a user types them, with `memory-server` not on
+    PATH (a venv install on a machine with only Python); then `claude mcp list` in another project."""
+    lines = readme_block("Use it from Claude Code")
+    assert lines == [README_INIT, README_ADD], lines
+    clone = fake_clone(tmp_path, server_bin)
+    env = base_env(home)
+    env["PATH"] = path_without_memory_server(claude_bin)
+    assert shutil.which("memory-server", path=env["PATH"]) is None
+    for line in lines:
+        result = run(line, cwd=clone, env=env, shell=True)
         assert result.returncode == 0, f"`{line}`: {show(result)}"
     root = home / "notes" / "memory"
     assert (root / "MEMORY.md").is_file() and (root / "topics").is_dir()
 
+    project = tmp_path / "some-project"  # --scope user: every project sees it, not only the clone
+    project.mkdir()
     result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
     assert result.returncode == 0, show(result)
     line = server_line(result.stdout, "memory")
-    assert line.startswith(f"memory: memory-server serve --root {root} "), line
+    assert line.startswith(f"memory: {clone}/.venv/bin/memory-server serve --root {root} "), line
     assert "✔ Connected" in line, show(result)
 
 
-def test_marketplace_add_and_install_from_a_clone(
+def test_readme_install_path_needs_only_python() -> None:
+    """No placeholder to fill in, and no installer a fresh machine lacks (pipx, uv): a venv in the clone."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "<repository URL>" not in readme
+    install = readme[readme.index("\n## Set-up: two commands\n"):readme.index("\n## Where memory lives\n")]
+    commands = "\n".join(re.findall(r"^```bash\n(.*?)^```", install, flags=re.M | re.S))
+    assert "pipx" not in commands and "uv tool" not in commands, commands
+    assert readme_block("Install as a Claude Code plugin")[0] == "python3 -m venv .venv && .venv/bin/pip install -e ."
+
+
+def test_readme_plugin_install_from_a_clone(
     claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
 ) -> None:
-    """`claude plugin marketplace add <clone>` then `claude plugin install memory-server@memory-server`.
+    """The README's plugin lines, run by a shell in a clone: link the server onto PATH, add the marketplace,
+    install the plugin; then the plugin's server connects in a project.
 
-    The clone is made of the files git would check out (tracked, plus new files not ignored), so the
-    repository's virtual environment and indices are not copied into the throwaway HOME.
+    The clone is made of the files git would check out (tracked, plus new files not ignored), plus what an
+    install leaves in a clone (a venv, `build/`, `*.egg-info`): none of that may reach the plugin cache.
     """
-    clone = tmp_path / "clone"
+    clone = fake_clone(tmp_path, server_bin)
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO, capture_output=True, check=True,
@@ -330,26 +372,41 @@ def test_marketplace_add_and_install_from_a_clone(
         if src.is_file():
             (clone / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, clone / rel)
-    env = base_env(home)
+    for built in ("build/lib/memory_server/api.py", "memory_server.egg-info/PKG-INFO"):
+        (clone / built).parent.mkdir(parents=True, exist_ok=True)
+        (clone / built).write_text("built by an install\n", encoding="utf-8")
 
-    added = run([claude_bin, "plugin", "marketplace", "add", str(clone)], cwd=tmp_path, env=env)
-    assert added.returncode == 0, show(added)
-    installed = run([claude_bin, "plugin", "install", "memory-server@memory-server"], cwd=tmp_path, env=env)
-    assert installed.returncode == 0, show(installed)
+    env = base_env(home)
+    # ~/.local/bin is on PATH (as a login shell's profile arranges), memory-server is not until linked there.
+    env["PATH"] = os.pathsep.join([str(home / ".local" / "bin"), path_without_memory_server(claude_bin)])
+    install, *steps = readme_block("Install as a Claude Code plugin")
+    assert install.startswith("python3 -m venv .venv"), "fake_clone stands for this line"
+    for line in steps:
+        result = run(line, cwd=clone, env=env, shell=True)
+        assert result.returncode == 0, f"`{line}`: {show(result)}"
+    assert shutil.which("memory-server", path=env["PATH"]) == str(home / ".local" / "bin" / "memory-server")
     listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
     assert listing.returncode == 0 and "memory-server@memory-server" in listing.stdout, show(listing)
     assert "enabled" in listing.stdout, show(listing)
 
-    project = make_root(tmp_path / "project", server_bin, env)
+    project = tmp_path / "myapp"
+    project.mkdir()
+    (start,) = readme_block("Install as a Claude Code plugin", 1)
+    assert start == "cd ~/src/myapp && memory-server init && claude"
+    made = run("memory-server init", cwd=project, env=env, shell=True)
+    assert made.returncode == 0, show(made)
     result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
+    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
     assert "✔ Connected" in line, show(result)
 
     # The plugin cache holds the plugin folder only: nothing of the clone around it (a venv, build output).
     cache = home / ".claude" / "plugins" / "cache"
     cached = {p.name for p in cache.rglob("*")}
-    assert "SKILL.md" in cached and "hooks.json" in cached, sorted(cached)
-    assert not cached & {"pyproject.toml", "CLAUDE.md", "memory_server", "tests", "topics"}, sorted(cached)
+    assert "SKILL.md" in cached and "hooks.json" in cached and ".mcp.json" in cached, sorted(cached)
+    clone_only = {"pyproject.toml", "CLAUDE.md", "memory_server", "tests", "topics", ".venv", "build",
+                  "memory_server.egg-info", "README.md"}
+    assert not cached & clone_only, sorted(cached & clone_only)
 
 
 # -- a folder that is not a memory root -----------------------------------------------------------------

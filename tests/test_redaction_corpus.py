@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
+from secret_corpus import ORDINARY_LINES, leaked, secret_cases
 
 from memory_server import Memory
 from memory_server.dream.recall import RecallLog
 from memory_server.dream.run import run_dream
-from memory_server.files.scaffold import init_root
 from memory_server.files.root import MemoryRoot
+from memory_server.files.scaffold import init_root
 from memory_server.sessions.compress import compress_transcript
 from memory_server.sessions.redact import redact_secrets
-from secret_corpus import ORDINARY_LINES, leaked, secret_cases
+from memory_server.testing import FakeEmbedder
 
 PLACES = ("user message", "bash command", "tool output", "assistant reply", "write content", "edit")
 NOW = 1_780_000_000.0
-FILLER = "ok line of ordinary build output\n" * 61  # about 2,000 characters: the secret straddles the cut
+FILLER = "ok line of ordinary build output\n" * 60  # 1,980 characters: the secret straddles the 2,000 cut
 
 
 def _rec(kind: str, sid: str, n: int, content: Any, **extra: Any) -> dict[str, Any]:
@@ -104,12 +104,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         path = folder / f"{sid}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in _transcript(place, cases, sid)), encoding="utf-8")
         assert compress_transcript(path, MemoryRoot(root)), place
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, embedder=FakeEmbedder())  # a real embedded Chroma beside FTS5
     try:
         memory.index()
-        state = "\n".join(
-            p.read_bytes().decode("utf-8", "replace") for p in sorted((root / ".memory").rglob("*")) if p.is_file()
-        )
+        state_files = [p for p in sorted((root / ".memory").rglob("*")) if p.is_file()]
+        state = "\n".join(p.read_bytes().decode("utf-8", "replace") for p in state_files)
         summaries = {}
         layer: dict[str, str] = {}
         for place, sid in sids.items():
@@ -122,10 +121,6 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             for start in range(1, 2 * len(cases) + 4, 2):
                 texts.append(memory.read(virtual, start, start + 1)["text"])
             layer[place] = "\n".join(texts)
-        searched = []
-        for _label, _text, secret in cases:
-            hits = memory.search_exact(secret, k=20, layers=["topic", "session", "transcript"])
-            searched.append("\n".join(h.text for h in hits))
         log = RecallLog(root / ".memory")
         for i, (_label, text, _secret) in enumerate(cases):
             for ask in range(3):
@@ -135,10 +130,18 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         dream_dir = root / "dreams" / result.id
         report = "\n".join(p.read_text(encoding="utf-8") for p in sorted(dream_dir.iterdir()) if p.is_file())
         recall_state = (root / ".memory" / "recall.sqlite3").read_bytes().decode("utf-8", "replace")
+        # Searching for the bare secrets (after the dream: these probes are not secret-shaped, and the log
+        # keeps what was searched) must find nothing that shows them.
+        searched = []
+        for _label, _text, secret in cases:
+            hits = memory.search_exact(secret, k=20, layers=["topic", "session", "transcript"])
+            searched.append("\n".join(h.text for h in hits))
     finally:
         memory.close()
         mp.undo()
-    return {"cases": cases, "summaries": summaries, "state": state, "layer": layer, "searched": "\n".join(searched),
+    return {"cases": cases, "summaries": summaries, "state": state,
+            "state_files": " ".join(str(p.relative_to(root)) for p in state_files), "layer": layer,
+            "searched": "\n".join(searched),
             "report": report + recall_state}
 
 
@@ -158,6 +161,7 @@ def test_no_secret_reaches_a_summary(pipeline: dict[str, Any], place: str) -> No
 
 
 def test_no_secret_reaches_the_indices(pipeline: dict[str, Any]) -> None:
+    assert "chroma" in pipeline["state_files"] and "[REDACTED]" in pipeline["state"]
     assert _leaks(pipeline["cases"], pipeline["state"]) == []
 
 

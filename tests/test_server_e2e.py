@@ -202,9 +202,10 @@ def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
             await wait_indexed(s)
             result = await s.call_tool("search_exact", {"query": "belt", "k": 6})
             text = "".join(getattr(c, "text", "") for c in result.content)
-            assert "\n" not in text and ": " not in text.replace('": "', ""), "no indentation, no padding"
             got = json.loads(text)
+            assert text == json.dumps(got, ensure_ascii=False, separators=(",", ":")), "no indentation, no padding"
             assert got == result.structured_content
+            assert "note" not in got, "indexing is over: nothing to explain"
             assert len(got["hits"]) >= 3
             for hit in got["hits"]:
                 assert set(hit) <= {"path", "start_line", "end_line", "layer", "date", "score", "heading", "text",
@@ -212,5 +213,81 @@ def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
                 assert "title" not in hit and hit["path"] in got["titles"]
             scores = [h["score"] for h in got["hits"]]
             assert scores == sorted(scores, reverse=True), scores
+
+    anyio.run(main)
+
+
+def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
+    from memory_server import Memory
+
+    memory = Memory(root, embedder=False)
+    try:
+        assert memory.search_exact("SAVE_CONFIG") == []
+        note = memory.search_note("keyword", found=False, semantic=False)
+        assert note is not None and "not been indexed yet (5 files waiting)" in note, note
+        assert f"memory-server index --root {root}" in note
+        memory.index()
+        assert memory.search_exact("SAVE_CONFIG")
+        assert memory.search_note("keyword", found=True, semantic=False) is None
+    finally:
+        memory.close()
+
+
+def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Path):
+    """The indexer reports its progress every 200 files; a search meanwhile says how far it is."""
+    from memory_server import Memory
+    from memory_server.files.scaffold import init_root
+
+    root = tmp_path / "big"
+    init_root(root)
+    for i in range(401):  # with MEMORY.md and lessons.md: 403 files
+        (root / "topics" / f"note{i:03d}.md").write_text(f"# Note {i}\n\nwidget {i}\n", encoding="utf-8")
+    memory = Memory(root, embedder=False)
+    notes: list[str | None] = []
+
+    def during(stage: str, done: int, total: int) -> None:
+        if stage == "reading files" and done < total:
+            notes.append(memory.search_note("keyword", found=True, semantic=False))
+
+    try:
+        memory.index(progress=during)
+        assert notes == [
+            "indexing: 200 of 403 files done; keyword results only, so far",
+            "indexing: 400 of 403 files done; keyword results only, so far",
+        ]
+        assert memory.search_note("keyword", found=True, semantic=False) is None, "finished: no note"
+    finally:
+        memory.close()
+
+
+RANKING_QUERIES = [
+    "how do several servers share one index safely?", "chroma lock", "what was decided about ranking", "hooks",
+    "read only root", "dream proposal review", "test suite shared data", "compress transcripts",
+]
+
+
+def test_shown_scores_fall_with_rank(tmp_path: Path):
+    """Diversity and the literal tiers reorder hits after scoring; the scores shown must still fall down the
+    list (this repository's own memory, the real model, over MCP)."""
+    import shutil
+
+    from mcp_client import wait_until_indexed
+
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "memory"
+    root.mkdir()
+    shutil.copy(repo / "MEMORY.md", root / "MEMORY.md")
+    for folder in ("topics", "sessions"):
+        if (repo / folder).is_dir():
+            shutil.copytree(repo / folder, root / folder)
+
+    async def main() -> None:
+        async with connect(root) as s:
+            await wait_until_indexed(s)
+            for tool in ("search_memory", "search_exact"):
+                for query in RANKING_QUERIES:
+                    got = payload(await s.call_tool(tool, {"query": query, "k": 10}))
+                    scores = [h["score"] for h in got["hits"]]
+                    assert scores == sorted(scores, reverse=True), (tool, query, scores)
 
     anyio.run(main)

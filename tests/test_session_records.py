@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import SHARED_TRANSCRIPTS, require_shared
 
 from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
@@ -17,10 +18,9 @@ from memory_server.sessions.digest import Digest
 from memory_server.sessions.events import read_session_events
 from memory_server.sessions.failures import command_key, commit_messages, error_line
 from memory_server.sessions.reader import parse_transcript
-from memory_server.sessions.render import render
+from memory_server.sessions.render import SPEAKER, render
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-ENTIRE = SHARED / "entire"
+ENTIRE = SHARED_TRANSCRIPTS / "entire"
 REJECTED = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
     "the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
@@ -28,10 +28,11 @@ REJECTED = (
 
 
 def entire(name: str) -> Path:
-    path = ENTIRE / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (real sessions live in ../shared/transcripts/entire)")
-    return path
+    return require_shared(ENTIRE / name)
+
+
+def shared(name: str) -> Path:
+    return require_shared(SHARED_TRANSCRIPTS / name)
 
 
 # -- a tiny transcript writer -------------------------------------------------------------------------------
@@ -106,7 +107,9 @@ def test_a_rejection_with_feedback_becomes_a_correction(tmp_path: Path) -> None:
     assert c.speaker == "user" and c.line == 3 and c.timestamp is not None
     assert c.text.startswith("no, GoReleaser has no native app auth") and ".goreleaser.yml" in c.rejected
     body = section(record(path), "Corrections")
-    assert "Correction (user, line 3, rejecting Edit `.goreleaser.yml`): no, GoReleaser has no native app auth" in body
+    assert ("- User: no, GoReleaser has no native app auth, use actions/create-github-app-token "
+            "(line 3, rejecting Edit `.goreleaser.yml`)") in body
+    assert "goreleaser" not in section(record(path), "Files")  # the rejected edit never touched the file
 
 
 def test_an_ask_user_question_answer_appears(tmp_path: Path) -> None:
@@ -121,12 +124,15 @@ def test_an_ask_user_question_answer_appears(tmp_path: Path) -> None:
     (qa,) = read_session_events(path).questions
     assert (qa.question, qa.answer, qa.question_line, qa.line) == (
         "Where should the generated diagram go?", "docs/generated/", 2, 3)
-    assert "User answered (line 3): docs/generated/" in section(record(path), "Questions and answers")
+    assert section(record(path), "Questions and answers") == (
+        "\n- Assistant asked: Where should the generated diagram go? (line 2)\n"
+        "- User answered: docs/generated/ (line 3)\n")
 
 
 def test_a_go_fail_line_is_chosen_over_run_lines(tmp_path: Path) -> None:
-    output = ("Exit code 1\n=== RUN   TestParse\n=== RUN   TestParse/empty\n    parse_test.go:41: got 2 items, want 0\n"
-              "--- FAIL: TestParse (0.00s)\n    --- FAIL: TestParse/empty (0.00s)\nFAIL\nFAIL\tgithub.com/x/app\t0.2s\n")
+    output = ("Exit code 1\n=== RUN   TestParse\n=== RUN   TestParse/empty\n"
+              "    parse_test.go:41: got 2 items, want 0\n--- FAIL: TestParse (0.00s)\n"
+              "    --- FAIL: TestParse/empty (0.00s)\nFAIL\nFAIL\tgithub.com/x/app\t0.2s\n")
     s = Session().user("make the parser accept empty input")
     s.bash("go test ./...", output, error=True)
     s.tool("Edit", {"file_path": "/work/app/parse.go", "old_string": "if len(s) < 0 {", "new_string": "if s == \"\" {"},
@@ -164,7 +170,19 @@ def test_an_ide_tag_never_reaches_the_title(tmp_path: Path) -> None:
     title = next(ln for ln in text.splitlines() if ln.startswith("# "))
     assert title == "# rename explain to describe everywhere"
     assert "ide_" not in text and "opened the file" not in text and "expert code reviewer" not in text
-    assert "User (line 2): /review" in text
+    assert "- User: /review (line 2)" in text
+
+
+def test_an_accepted_plan_is_titled_by_its_heading(tmp_path: Path) -> None:
+    s = Session().user("Implement the following plan:\n\n# Plan: Use `mise run lint` in CI\n\n## Context\n\nCI runs "
+                       "golangci-lint directly.")
+    s.bash("gh pr view --json number -q .number", "172").bash("gh api repos/x/y/pulls/172/comments", "[]")
+    s.bash("gh api repos/x/y/pulls/comments/1/replies -f body=done", "{}").say("Done.")
+    text = record(s.write(tmp_path / "s.jsonl"))
+    assert "\n# Use `mise run lint` in CI\n" in text
+    assert "User: Use `mise run lint` in CI · Context · CI runs golangci-lint directly. (line 1)" in text
+    commands = section(text, "Commands")  # the GitHub CLI reading is no work; replying is
+    assert "gh pr view" not in commands and "pulls/172/comments`" not in commands and "-f body=done" in commands
 
 
 def test_a_what_if_is_not_a_decision(tmp_path: Path) -> None:
@@ -178,8 +196,8 @@ def test_a_what_if_is_not_a_decision(tmp_path: Path) -> None:
     s.say("Done.")
     decisions = section(record(s.write(tmp_path / "s.jsonl")), "Decisions")
     assert "git2go" not in decisions and "mise" not in decisions
-    assert "never replace the git CLI with go-git for reset --hard. (user, line 5)" in decisions
-    assert "Add that rule to CLAUDE.md (proposed by the assistant, agreed by the user, line 7)" in decisions
+    assert "- User: From now on, never replace the git CLI with go-git for reset --hard. (line 5)" in decisions
+    assert "- User agreed: Add that rule to CLAUDE.md (line 7)" in decisions
 
 
 def test_a_compaction_summary_is_included(tmp_path: Path) -> None:
@@ -195,7 +213,7 @@ def test_a_compaction_summary_is_included(tmp_path: Path) -> None:
     (cs,) = read_session_events(path).summaries
     assert cs.speaker == "claude-code" and cs.source == "compaction" and cs.text.startswith("Analysis:")
     body = section(record(path), "Claude Code's own summary")
-    assert "Compaction summary (Claude Code, line 4; routing only)" in body
+    assert body.startswith("\n- Claude Code: ") and "(compaction summary, routing only, line 4)" in body
     assert "The user wants the flaky checkpoint test fixed" in body and "Remove debug hooks" in body
     assert "Let me trace it" not in body
 
@@ -203,8 +221,10 @@ def test_a_compaction_summary_is_included(tmp_path: Path) -> None:
 def test_commits_are_recorded(tmp_path: Path) -> None:
     heredoc = ('git add -A && git commit -m "$(cat <<\'EOF\'\nFix deferred condensation on TurnEnd\n\n'
                "The turn-end handler ignored the actions.\nEOF\n)\" && git push")
-    assert commit_messages(heredoc) == ["Fix deferred condensation on TurnEnd\n\nThe turn-end handler ignored the actions."]
-    assert commit_messages("git commit -am 'Bump version' -m 'second paragraph'") == ["Bump version\n\nsecond paragraph"]
+    assert commit_messages(heredoc) == [
+        "Fix deferred condensation on TurnEnd\n\nThe turn-end handler ignored the actions."]
+    assert commit_messages("git commit -am 'Bump version' -m 'second paragraph'") == [
+        "Bump version\n\nsecond paragraph"]
     s = Session().user("commit and push").bash(heredoc, "[main abc123] Fix deferred condensation on TurnEnd")
     path = s.write(tmp_path / "s.jsonl")
     (c,) = read_session_events(path).commits
@@ -239,8 +259,32 @@ def test_open_items_are_only_unfinished_todos(tmp_path: Path) -> None:
     assert "- [ ] Add the fuzz test (in progress)" in body and "- [ ] Update the changelog" in body
 
 
+def test_open_tasks_of_the_task_tools_are_kept(tmp_path: Path) -> None:
+    s = Session().user("fix the deferred condensation")
+    for n, subject in enumerate(["Add TurnEndHandler", "Write tests for TurnEnd", "Update the docs"], start=1):
+        s.tool("TaskCreate", {"subject": subject, "description": "x"}, f"Task #{n} created successfully: {subject}",
+               data={"task": {"id": str(n), "subject": subject}})
+    s.tool("TaskUpdate", {"taskId": "1", "status": "completed"}, "Updated task #1 status")
+    s.tool("TaskUpdate", {"taskId": "2", "status": "in_progress"}, "Updated task #2 status")
+    s.say("Handler added; tests next.")
+    body = section(record(s.write(tmp_path / "s.jsonl")), "Open at the end")
+    assert "TurnEndHandler" not in body
+    assert "- [ ] Write tests for TurnEnd (in progress)\n- [ ] Update the docs\n" in body
+
+
+def test_a_long_message_keeps_every_item_it_lists(tmp_path: Path) -> None:
+    filler = "It matters because the checkpoint metadata would break and nobody would notice for weeks. " * 2
+    items = ["The JSONLContent function only handles JSON objects.", "In jsonEncodeString we return an empty string.",
+             "Add test coverage for shouldSkipJSONLField.", "Add test coverage for shouldSkipJSONLObject."]
+    s = Session().user("address the review").say("Go ahead.")
+    s.user("\n\n".join(f"* {item} {filler}" for item in items)).say("Done.")
+    said = section(record(s.write(tmp_path / "s.jsonl")), "What the user said")
+    assert said.strip() == "- User: " + " · ".join(items) + " (line 3)"
+
+
 def test_every_event_says_where_when_and_who(tmp_path: Path) -> None:
-    s = Session().user("run the tests").bash("pytest -q", "Exit code 1\nE   assert 1 == 2\nFAILED t.py::test_x", error=True)
+    s = Session().user("run the tests")
+    s.bash("pytest -q", "Exit code 1\nE   assert 1 == 2\nFAILED t.py::test_x", error=True)
     s.say("One test fails.").user("Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: boom")
     s.say("That is the ValueError from a.py.")
     ev = read_session_events(s.write(tmp_path / "s.jsonl"))
@@ -271,14 +315,58 @@ def test_new_files_say_format_2_and_old_files_are_never_rewritten(tmp_path: Path
     assert meta["format"] == 2 and meta["part"] == 2 and meta["lines"] == [3, 4]
 
 
+def test_every_line_says_who_said_it(tmp_path: Path) -> None:
+    question = {"question": "Which registry?", "options": [{"label": "ghcr"}, {"label": "docker hub"}]}
+    s = Session().user("publish the image")
+    s.tool("AskUserQuestion", {"questions": [question]}, '"Which registry?"="ghcr"',
+           data={"answers": {"Which registry?": "ghcr"}})
+    s.tool("Bash", {"command": "docker push x"}, REJECTED + "tag it with the version first", error=True)
+    s.user("from now on, always tag images with the git sha.")
+    s.say("I can also add a CI step for that. Want me to add a CI job that pushes on every tag?")
+    s.user("yes")
+    s.user("Error: denied: permission_denied: write_package")
+    s._rec("summary", summary="Publishing the container image")
+    s.say("Pushed ghcr.io/x:1.2.")
+    body = record(s.write(tmp_path / "s.jsonl")).split("\n---\n", 1)[1]
+
+    def speakers(heading: str) -> set[str]:
+        lines = [ln for ln in section(body, heading).splitlines() if ln.strip()]
+        found = [SPEAKER.match(ln) for ln in lines]
+        assert all(found), (heading, lines)
+        return {f.group(0).strip("- ").rstrip(": ") for f in found if f}
+
+    assert speakers("Goal") == {"User"}
+    assert speakers("What the user said") == {"User"}
+    assert speakers("Corrections") == {"User"}
+    assert speakers("Questions and answers") == {"Assistant asked", "User answered"}
+    assert speakers("Decisions") == {"User", "User agreed"}
+    assert speakers("Claude Code's own summary") == {"Claude Code"}
+    errors = section(body, "Errors and fixes")
+    assert "- User pasted: Error: denied: permission_denied: write_package (line 9)" in errors
+    assert "Assistant: Pushed ghcr.io/x:1.2. (last reply, line 11)" in section(body, "Open at the end")
+    # The assistant's prose never carries the person's own label ("User agreed" names what they agreed to).
+    said = [ln for ln in body.splitlines() if (m := SPEAKER.match(ln)) and m.group(0).strip("- ") == "User:"]
+    assert said and not any("Pushed" in ln or "CI job" in ln for ln in said), said
+
+
+def test_exploring_is_not_a_decision(tmp_path: Path) -> None:
+    s = Session().user("let's see how the parser handles tabs. Let's try the old flag first.")
+    s.say("Tabs work.")
+    s.user("ok, let's use tabs in the fixtures from now on.")
+    decisions = section(record(s.write(tmp_path / "s.jsonl")), "Decisions")
+    assert "see how" not in decisions and "old flag" not in decisions
+    assert "- User: ok, let's use tabs in the fixtures from now on. (line 3)" in decisions
+
+
 # -- real sessions ----------------------------------------------------------------------------------------------
 
 
 def test_real_corrections_answers_and_errors_are_kept() -> None:
     text = record(entire("2026-02-06-07d86da7.jsonl"))
-    assert "Correction (user, line 196, rejecting Bash `mise run test:ci 2>&1`): don't run CI or integration tests" in text
+    assert "- User: don't run CI or integration tests, too slow. (line 196, rejecting Bash `mise run test:ci 2>&1`)" \
+        in section(text, "Corrections")
     text = record(entire("2026-02-07-d19ec7f9.jsonl"))
-    assert "User answered (line 40): docs/generated/" in text
+    assert "- User answered: docs/generated/ (line 40)" in section(text, "Questions and answers")
     text = record(entire("2026-02-08-23986045.jsonl"))
     errors = section(text, "Errors and fixes")
     assert "--- FAIL: TestUpdateCommand" in errors and "=== RUN" not in errors and "passed at line" in errors
@@ -286,9 +374,9 @@ def test_real_corrections_answers_and_errors_are_kept() -> None:
 
 def test_real_compaction_summaries_and_commits_are_kept() -> None:
     text = record(entire("2026-02-08-53ea1606.jsonl"))
-    assert "Compaction summary (Claude Code, line 270; routing only)" in text
+    assert "(compaction summary, routing only, line 270)" in section(text, "Claude Code's own summary")
     assert "`Rename LastInteractionAt to LastInteractionTime`" in section(text, "Commits")
-    assert "User (line 4): /github-pr-review" in text and "Base directory for this skill" not in text
+    assert "- User: /github-pr-review (line 4)" in text and "Base directory for this skill" not in text
 
 
 def test_real_records_leave_out_harness_errors_and_stay_small() -> None:
@@ -303,3 +391,23 @@ def test_real_records_leave_out_harness_errors_and_stay_small() -> None:
         assert "[x]" not in section(text, "Open at the end")
         ratios.append(len(text.encode()) / path.stat().st_size)
     assert statistics.median(ratios) < 0.02 and max(ratios) < 0.06, ratios
+
+
+def test_a_top_level_session_keeps_its_commit_and_claude_codes_title() -> None:
+    path = shared("chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl")
+    text = record(path)
+    assert "- `Add AI music generation implementations and project setup` (line 8)" in section(text, "Commits")
+    assert "- Claude Code: AI Music Generation: Diverse Embedding Mapping (title, line 1)" in section(
+        text, "Claude Code's own summary")
+    ev = read_session_events(path)  # its one rejection came with no words: neither a correction nor an error
+    assert ev.corrections == () and ev.failures == ()
+
+
+def test_fixture_sessions_keep_only_open_todos_and_real_decisions() -> None:
+    todos = record(shared("fixtures/daaain__claude-code-log__todowrite_examples.jsonl"))
+    open_items = section(todos, "Open at the end")
+    assert "Design the feature architecture" not in open_items and "[x]" not in open_items
+    assert "- [ ] Conduct security review and penetration testing" in open_items
+    edge = record(shared("fixtures/daaain__claude-code-log__edge_cases.jsonl"))
+    assert "how it renders" not in section(edge, "Decisions")
+    assert "- User: /test-command --verbose --output /tmp/test.log (line 7)" in section(edge, "What the user said")

@@ -1,10 +1,14 @@
-"""`memory-server dream status | run | show | apply | reject`: the command-line side of /dream.
+"""`memory-server dream status | gather | propose | run | show | apply | reject`: the command-line side of /dream.
 
 A new sub-command is one more `@dream.command(...)` function here (or `dream.add_command(cmd)` from its
 own module), with `@common_options` so it takes --root like the others.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -33,9 +37,11 @@ hunks_option = click.option("--hunks", metavar="N,M", callback=_hunks,
 @click.group(
     "dream",
     help="Consolidate recent sessions into a reviewable diff against topics/ (never applied by itself). "
-    "status: is a dream due and why; run: one pass over the unprocessed sessions; show [ID]: the proposal "
-    "and its report; apply ID [--hunks N,M]: apply it (all or nothing); reject ID [--hunks N,M]: reject it "
-    "(remembered, not proposed again).",
+    "status: is a dream due and why; gather: the evidence pack of the sessions no dream has read; propose "
+    "ITEMS.json: verify the agent's items against it and render the proposal; run: a pass without an agent "
+    "(repeated errors, knowledge gaps, stale topics); show [ID]: the proposal and its report; apply [ID] "
+    "[--hunks N,M]: apply it (all or nothing); reject [ID] [--hunks N,M]: reject it (remembered, not proposed "
+    "again). ID defaults to the newest proposal with hunks to review.",
     short_help="the /dream consolidation pass and its review",
 )
 @common_options
@@ -60,22 +66,111 @@ def status(as_json: bool) -> None:
         click.echo(f"to review: {p['id']} (hunks {hunks}): memory-server dream show {p['id']}")
 
 
-@dream.command(help="Read the sessions no dream has processed, and write dreams/<id>/proposal.diff and REPORT.md. "
-               "Never changes topics/, sessions/ or MEMORY.md. One at a time: a second run waits briefly, then "
-               "stops.")
-@click.option("--redo", metavar="ID", help="read the sessions of proposal ID again (after its targets changed)")
-@click.option("--keyword-only", is_flag=True, help="match topics by keywords only (no embedding model)")
+@dream.command(help="Write the evidence pack of the sessions no dream has read to dreams/evidence.md (the "
+               "person's requests, corrections and answers, commits, failures with their fix, closing replies, and "
+               "the topic lines they touch; each with its reference and date, redacted, bounded) and print where "
+               "it is and its size. Changes no topic or session.")
+@click.option("--print", "to_stdout", is_flag=True, help="also print the pack itself")
 @json_option
 @common_options
-def run(redo: str | None, keyword_only: bool, as_json: bool) -> None:
+def gather(to_stdout: bool, as_json: bool) -> None:
+    from memory_server.dream.pack import gather as gather_pack
+
+    done = gather_pack(root_path())
+    if as_json:
+        pack = done.pack
+        echo_json({"path": done.path, "sessions": [s.path for s in pack.sessions] if pack else [],
+                   "tokens": pack.tokens if pack else 0, "left_out": pack.left_out if pack else {},
+                   "message": done.message})
+        return
+    click.echo(done.message)
+    if to_stdout and done.pack is not None:
+        click.echo()
+        click.echo(done.pack.text)
+
+
+@dream.command(help="Verify proposal items (JSON, written after reading `dream gather`'s pack; the schema is in "
+               "the /dream skill and `--schema` prints it; `-` reads them from stdin) against the sessions, and "
+               "render dreams/<id>/"
+               "proposal.diff and REPORT.md. Every quote must be at its reference; a refused item is named with "
+               "the reason, and then nothing is written (fix the items and run it again). Never changes topics/.")
+@click.argument("items_file", metavar="ITEMS.json", required=False, type=click.Path(dir_okay=False))
+@click.option("--drop-refused", is_flag=True, help="write the proposal from the items that pass, listing the others")
+@click.option("--redo", metavar="ID", help="read the sessions of proposal ID again (it is superseded by this one)")
+@click.option("--keyword-only", is_flag=True, help="place items without a section by keywords only (no model)")
+@click.option("--schema", "show_schema", is_flag=True, help="print the JSON schema of an items file and stop")
+@json_option
+@common_options
+def propose(items_file: str | None, drop_refused: bool, redo: str | None, keyword_only: bool, show_schema: bool,
+            as_json: bool) -> None:
+    from memory_server.dream.items import SCHEMA
+
+    if show_schema:
+        echo_json(SCHEMA)
+        return
+    if not items_file:
+        raise click.UsageError("give the items file: memory-server dream propose ITEMS.json")
+    from memory_server.dream.propose import propose as propose_items
+
+    if items_file == "-":
+        items_file = str(_items_from_stdin())
+    memory = None if keyword_only else _memory_for_placement()
+    try:
+        result = propose_items(root_path(), items_file, drop_refused=drop_refused, memory=memory, redo=redo)
+    finally:
+        if memory is not None:
+            memory.close()
+    _print_result(result, as_json)
+    if result.refusals and result.id is None:
+        raise click.exceptions.Exit(1)  # refused: the agent fixes its items and runs it again
+
+
+def _items_from_stdin() -> Path:
+    """The items given on stdin, kept as dreams/items.json (what was submitted stays readable)."""
+    from memory_server.files.root import MemoryRoot
+    from memory_server.files.writing import atomic_write
+
+    path = MemoryRoot(root_path()).dreams_dir / "items.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, sys.stdin.read())
+    return path
+
+
+def _memory_for_placement() -> Any:
+    """A Memory for its embedding model, or None when it cannot be opened (placement falls back to keywords)."""
+    from memory_server.api import Memory
+    from memory_server.errors import MemoryServerError
+
+    try:
+        return Memory(root_path())
+    except (MemoryServerError, OSError):
+        return None
+
+
+def _print_result(result: Any, as_json: bool) -> None:
+    if as_json:
+        echo_json({"id": result.id, "folder": result.folder, "sessions": result.sessions, "hunks": result.hunks,
+                   "files": result.files, "refusals": result.refusals, "held_back": result.held_back,
+                   "message": result.message})
+        return
+    click.echo(result.message)
+    for refusal in result.refusals:
+        click.echo(f"  refused: {refusal}")
+    for statement in result.held_back:
+        click.echo(f"  waiting (over dream.max_hunks): {statement}")
+
+
+@dream.command(help="A pass without an agent over the sessions no dream has read: only what needs no judgement "
+               "of meaning (errors repeated in two or more sessions with the fix of one of them, knowledge gaps, "
+               "stale topics). Writes dreams/<id>/ and never rewrites a topic line. One at a time: a second run "
+               "waits briefly, then stops.")
+@click.option("--redo", metavar="ID", help="read the sessions of proposal ID again (after its targets changed)")
+@json_option
+@common_options
+def run(redo: str | None, as_json: bool) -> None:
     from memory_server.dream.run import run_dream
 
-    result = run_dream(root_path(), redo=redo, semantic=not keyword_only)
-    if as_json:
-        echo_json({"id": result.id, "folder": result.folder, "sessions": result.sessions,
-                   "hunks": result.hunks, "files": result.files, "message": result.message})
-    else:
-        click.echo(result.message)
+    _print_result(run_dream(root_path(), redo=redo), as_json)
 
 
 @dream.command(help="Show a proposal (default: the newest with hunks to review): its hunks, whether it still "
@@ -102,7 +197,7 @@ def show(proposal_id: str | None, as_json: bool) -> None:
         click.echo(info["diff_text"], nl=False)
 
 
-def _review(action: str, proposal_id: str, hunks: list[int] | None, as_json: bool) -> None:
+def _review(action: str, proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
     from memory_server.dream.review import apply_proposal, reject_proposal
 
     apply = action == "apply"
@@ -120,21 +215,23 @@ def _review(action: str, proposal_id: str, hunks: list[int] | None, as_json: boo
         click.echo(f"rejected hunk(s) {done} of {result['id']}; they will not be proposed again")
 
 
-@dream.command(help="Apply the hunks of a proposal to topics/ and MEMORY.md, all or nothing. Refuses when a target "
+@dream.command(help="Apply the hunks of a proposal (default: the newest with hunks to review) to topics/ and "
+               "MEMORY.md, all or nothing. Refuses when a target "
                "changed since the proposal was made. Hunks that belong together are applied together.")
-@click.argument("proposal_id", metavar="ID")
+@click.argument("proposal_id", metavar="[ID]", required=False)
 @hunks_option
 @json_option
 @common_options
-def apply(proposal_id: str, hunks: list[int] | None, as_json: bool) -> None:
+def apply(proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
     _review("apply", proposal_id, hunks, as_json)
 
 
-@dream.command(help="Reject the hunks of a proposal; their changes are remembered and never proposed again. Hunks "
+@dream.command(help="Reject the hunks of a proposal (default: the newest with hunks to review); their changes "
+               "are remembered and never proposed again. Hunks "
                "that belong together are rejected together.")
-@click.argument("proposal_id", metavar="ID")
+@click.argument("proposal_id", metavar="[ID]", required=False)
 @hunks_option
 @json_option
 @common_options
-def reject(proposal_id: str, hunks: list[int] | None, as_json: bool) -> None:
+def reject(proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
     _review("reject", proposal_id, hunks, as_json)

@@ -4,7 +4,7 @@
   first sub-heading), or at the end of the topic when no section is given or found;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
 - lesson: a `## <statement>` entry at the end of `topics/lessons.md` with the mistake and the fix as
-  quoted from one session, and the sessions the error shows in.
+  quoted (code spans: data, not prose) from one session, and the sessions the error shows in.
 
 A topic that does not exist yet is created (front matter, title) and gets its pointer line in MEMORY.md.
 Nothing here writes a file: the result is edits, which `patch.py` turns into a diff.
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from memory_server.dream.items import LESSONS, ProposalItem
 from memory_server.dream.patch import Edit
-from memory_server.dream.topics import HEADING, TopicFile, split_keep
+from memory_server.dream.topics import TopicFile, heading_key, headings, split_keep
 from memory_server.files.root import MEMORY_INDEX
 from memory_server.files.scaffold import LESSONS_TEMPLATE
-from memory_server.parse.markdown import FENCE, LIST_ITEM
+from memory_server.parse.markdown import LIST_ITEM
 
 
 @dataclass
@@ -31,26 +31,11 @@ class FileChange:
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
 
 
-def _headings(topic: TopicFile) -> list[tuple[int, int, str]]:
-    """(line index, level, text) of the body's headings, skipping fenced code."""
-    out, fence = [], None
-    for i in range(topic.body_start, len(topic.lines)):
-        line = topic.lines[i].rstrip("\r\n")
-        m = FENCE.match(line)
-        if m:
-            fence = None if fence and m.group(1)[0] == fence else fence or m.group(1)[0]
-            continue
-        h = HEADING.match(line) if fence is None else None
-        if h:
-            out.append((i, len(h.group(1)), h.group(2).strip()))
-    return out
-
-
 def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     """(index to insert at, whether the text before is a list, whether the line after is text)."""
-    heads = _headings(topic)
+    heads = headings(topic)
     start, end = topic.body_start, len(topic.lines)
-    chosen = [h for h in heads if heading and h[2].casefold() == heading.casefold()]
+    chosen = [h for h in heads if heading and heading_key(h[2]) == heading_key(heading)]
     if chosen:
         start = chosen[0][0]
         end = next((i for i, _lvl, _t in heads if i > start), len(topic.lines))
@@ -83,12 +68,16 @@ def lesson_lines(item: ProposalItem, sessions: list[str], eol: str) -> list[str]
     error = next(q for q in item.evidence if q.role == "error")
     fix = next(q for q in item.evidence if q.role == "fix")
     seen = ", ".join(f"`{s}`" for s in sessions)
-    return [eol, f"## {item.statement}{eol}", eol, f"- Mistake: {_one(error.quote)} (`{error.ref}`){eol}",
-            f"- Fix: {_one(fix.quote)} (`{fix.ref}`){eol}", f"- Seen in: {seen}{eol}"]
+    return [eol, f"## {item.statement}{eol}", eol, f"- Mistake: {code_span(error.quote)} (`{error.ref}`){eol}",
+            f"- Fix: {code_span(fix.quote)} (`{fix.ref}`){eol}", f"- Seen in: {seen}{eol}"]
 
 
-def _one(text: str) -> str:
-    return " ".join(text.split())
+def code_span(text: str) -> str:
+    """Quoted session text as one Markdown code span: shown as data, never read as prose or instructions."""
+    text = " ".join(text.split())
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _new_topic(item: ProposalItem, date: str) -> list[str]:
@@ -114,7 +103,7 @@ def build_changes(items: list[ProposalItem], sections: dict[str, str], lesson_se
         return changes[path]
 
     for item in items:
-        keys = (item.fingerprint,)
+        keys: tuple[str, ...] = (item.fingerprint,)
         topic = topics.get(item.topic)
         if item.replace_lines and topic is not None:
             for ref in item.replace_lines:

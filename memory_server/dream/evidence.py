@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -39,7 +40,8 @@ CACHE_DIR = "dream-evidence"
 CACHE_VERSION = 1
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(.*\S)\s*$")
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
-FIX_SPLIT = re.compile(r"\s+(?:→|->|=>|—)\s+(?:fixed(?: by| with|:)?\s*)?|\s*[—;,.]?\s*\bfixed(?: by| with)?:?\s+", re.I)
+FIX_SPLIT = re.compile(
+    r"\s+(?:→|->|=>|—)\s+(?:fixed(?: by| with|:)?\s*)?|\s*[—;,.]?\s*\bfixed(?: by| with)?:?\s+", re.I)
 SECTION_KINDS = {
     "requests": "request", "corrections": "correction", "questions": "answer", "answers": "answer",
     "commits": "commit", "decisions": "statement", "goal": "request", "open at the end": "statement",
@@ -166,15 +168,28 @@ def from_compressed(root: MemoryRoot, rel: str, text: str) -> SessionEvidence:
             parts = FIX_SPLIT.split(body, maxsplit=1)
             error, fix = parts[0].strip(), (parts[1].strip() if len(parts) > 1 else "")
             steps = (Item(ref, n + 1, date, ts, "fix", "assistant", fix),) if fix else ()
-            out.failures.append(FailureItem(ref, n + 1, date, ts, body, normalise_error(error), "", steps))
+            out.failures.append(FailureItem(ref, n + 1, date, ts, error, normalise_error(error), "", steps))
         else:
             out.items.append(Item(ref, n + 1, date, ts, SECTION_KINDS.get(section, "statement"), "session", body))
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _reader_code() -> str:
+    """A hash of the code that reads transcripts: an upgrade that reads them differently misses the cache."""
+    import memory_server.sessions.events as events
+    import memory_server.sessions.parser as parser
+    import memory_server.sessions.redact as redact
+
+    digest = hashlib.sha256()
+    for module in (events, parser, redact):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _cache_path(root: MemoryRoot, transcript: Path) -> tuple[Path, str]:
     st = transcript.stat()
-    key = f"{CACHE_VERSION}\x00{transcript}\x00{st.st_size}\x00{st.st_mtime_ns}"
+    key = f"{CACHE_VERSION}\x00{_reader_code()}\x00{transcript}\x00{st.st_size}\x00{st.st_mtime_ns}"
     name = hashlib.sha256(str(transcript).encode()).hexdigest()[:24] + ".json"
     return root.state_dir / CACHE_DIR / name, hashlib.sha256(key.encode()).hexdigest()
 

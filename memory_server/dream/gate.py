@@ -118,7 +118,7 @@ class DreamGate:
 
     def save_state(self, state: dict[str, Any]) -> None:
         """Write the state atomically. Callers hold the dream lock."""
-        self.root.state_dir  # creates .memory/
+        _ = self.root.state_dir  # creates .memory/
         atomic_write(self.state_path, json.dumps(state, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
     # -- sessions -----------------------------------------------------------------------------------

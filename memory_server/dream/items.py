@@ -66,7 +66,8 @@ SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "required": ["lines", "old", "new"],
                     "properties": {"lines": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                                   "old": {"type": "string", "minLength": 1}, "new": {"type": "string", "minLength": 1}},
+                                   "old": {"type": "string", "minLength": 1},
+                                   "new": {"type": "string", "minLength": 1}},
                 },
                 "evidence": {
                     "type": "array",
@@ -160,10 +161,12 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
     replaces = raw.get("replaces")
     if replaces:
         if not isinstance(replaces, dict) or not isinstance(replaces.get("lines"), list) or not replaces["lines"]:
-            raise ValueError(f"{where}: replaces must be {{\"lines\": [\"topics/x.md:LINE\"], \"old\": ..., \"new\": ...}}")
+            raise ValueError(
+                f"{where}: replaces must be {{\"lines\": [\"topics/x.md:LINE\"], \"old\": ..., \"new\": ...}}")
         item.replace_lines = [str(x).strip() for x in replaces["lines"]]
         item.old, item.new = _text(replaces, "old", where), _text(replaces, "new", where)
-        if not item.old or not item.new or any(not REF.match(x) or not x.startswith(topic + ":") for x in item.replace_lines):
+        own = all(REF.match(x) and x.startswith(topic + ":") for x in item.replace_lines)
+        if not item.old or not item.new or not own:
             raise ValueError(f"{where}: replaces needs `old`, `new`, and lines of the target topic as {topic}:LINE")
     elif kind == "correction":
         raise ValueError(f"{where}: a correction needs `replaces` (the topic lines, the old and the new term)")
@@ -187,7 +190,8 @@ def load_items(path: str | Path) -> tuple[list[ProposalItem], list[str]]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise DreamError(f"cannot read the items file {path} ({exc}); write it as JSON, see `dream propose --help`") from exc
+        raise DreamError(
+            f"cannot read the items file {path} ({exc}); write it as JSON, see `dream propose --schema`") from exc
     raw = data.get("items") if isinstance(data, dict) else data
     if not isinstance(raw, list):
         raise DreamError(f"{path} must hold a list of items, or {{\"items\": [...]}}")

@@ -65,7 +65,8 @@ class ApplyJournal:
                  state: dict[str, Any], action: str = "apply") -> None:
         self.root = root
         self.path = root.dreams_dir / proposal_id / JOURNAL
-        self.data = {"version": 1, "proposal": proposal_id, "action": action, "hunks": hunks, "renames": [],
+        self.data: dict[str, Any] = {"version": 1, "proposal": proposal_id, "action": action, "hunks": hunks,
+                                     "renames": [],
                      "meta": meta, "state": state}
 
     def begin(self, renames: list[dict[str, Any]]) -> None:

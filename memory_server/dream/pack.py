@@ -3,24 +3,29 @@
 For the sessions no dream has read (oldest first): per session, the person's corrections, answers and
 requests, commit messages, failures with their error line and fix, the agent's closing replies and Claude
 Code's own summaries, each with its reference and date; then the topic lines that share identifiers with
-them. Bounded: at most `dream.pack_session_tokens` per session (higher kinds first, the rest counted as
-left out) and `dream.pack_topic_lines` topic lines. Deterministic: same files, same bytes. Every text is
+them, and an outline of the topics (their sections, to target). Bounded: at most
+`dream.pack_session_tokens` per session (higher kinds first, the rest counted as left out) and
+`dream.pack_topic_lines` topic lines. Deterministic: same files, same bytes. Every text is
 redacted and shown as a quotation (`> `), never as instructions. Written to `dreams/evidence.md`.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory_server.dream.evidence import FailureItem, Item, SessionEvidence, load_sessions
+from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
-from memory_server.dream.topics import TopicFile, load_topics
+from memory_server.dream.proposals import dream_lock
+from memory_server.dream.topics import TopicFile, headings, load_topics
 from memory_server.files.root import MemoryRoot
 from memory_server.files.writing import atomic_write
 from memory_server.sessions.redact import redact_for_report
-from memory_server.settings import Settings
+from memory_server.settings import Settings, load_settings
 
 PACK_FILE = "evidence.md"
 # Kinds in the order they are kept when a session is over its budget, and how much of each text is shown.
@@ -123,6 +128,18 @@ def _topic_lines(topics: dict[str, TopicFile], names: dict[str, int], limit: int
     return sorted((t for _w, t in best), key=lambda t: (t.ref.rsplit(":", 1)[0], int(t.ref.rsplit(":", 1)[1])))
 
 
+def _outline(topics: dict[str, TopicFile]) -> list[str]:
+    """The topics an item can target, each with its sections (heading text and line), one line a topic."""
+    if not topics:
+        return []
+    out = ["## Topics and their sections", "",
+           "An item's `target.section` is one of these headings, as written; `topics/lessons.md` takes lessons.", ""]
+    for path, topic in sorted(topics.items()):
+        heads = "; ".join(f"{_cut(text, 80)} (:{i + 1})" for i, _level, text in headings(topic))
+        out.append(f"- `{path}` ({_cut(topic.title, 60)})" + (f": {heads}" if heads else ""))
+    return [*out, ""]
+
+
 def build_pack(root: MemoryRoot, paths: list[str], settings: Settings) -> Pack:
     started = time.monotonic()
     sessions = load_sessions(root, paths, settings)
@@ -152,6 +169,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings) -> Pack:
         for t in lines:
             out += [f"- `{t.ref}` (shares {', '.join(t.shared[:4])}):", *_quote(t.text)]
         out.append("")
+    out += _outline(topics)
     text = redact_for_report("\n".join(out))
     return Pack(sessions, lines, text, left, time.monotonic() - started)
 
@@ -161,3 +179,26 @@ def write_pack(root: MemoryRoot, pack: Pack) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, pack.text)
     return path
+
+
+@dataclass
+class Gathered:
+    pack: Pack | None  # None: no session waits for a dream
+    path: Path | None
+    message: str
+
+
+def gather(root: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> Gathered:
+    """`dream gather`: the evidence pack of the sessions no dream has read, written to `dreams/evidence.md`."""
+    mroot = MemoryRoot(root)
+    settings = load_settings(mroot.path)
+    gate = DreamGate(mroot, settings, clock)
+    with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream gather`"):
+        paths = gate.unprocessed_sessions(gate.load_state())
+        if not paths:
+            return Gathered(None, None, "nothing new: every session has been read by a dream "
+                            "(see `memory-server dream status`)")
+        pack = build_pack(mroot, paths, settings)
+        path = write_pack(mroot, pack)
+    return Gathered(pack, path, f"evidence pack of {len(pack.sessions)} session(s), about {pack.tokens} tokens: "
+                    f"{path}")

@@ -48,9 +48,11 @@ def read_meta(root: MemoryRoot, proposal_id: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return data
     except FileNotFoundError:
-        raise NotFoundError(f"no proposal {proposal_id!r} under {root.dreams_dir}; list them with `memory-server dream show`") from None
+        raise NotFoundError(
+            f"no proposal {proposal_id!r} under {root.dreams_dir}; list them with `memory-server dream show`") from None
     except ValueError as exc:
-        raise DreamError(f"{path} is not valid JSON ({exc}); regenerate with `memory-server dream run --redo {proposal_id}`") from exc
+        raise DreamError(f"{path} is not valid JSON ({exc}); regenerate with "
+                         f"`memory-server dream run --redo {proposal_id}`") from exc
 
 
 def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, Any]]:

@@ -27,10 +27,10 @@ from memory_server.dream.gate import DreamGate, format_time
 from memory_server.dream.identifiers import GitTree
 from memory_server.dream.items import ProposalItem, load_items
 from memory_server.dream.journal import write_meta
-from memory_server.dream.patch import FilePatch, Hunk, apply_edits, make_patch
-from memory_server.dream.proposals import dream_lock, new_stamp
+from memory_server.dream.patch import FilePatch, apply_edits, make_patch
+from memory_server.dream.proposals import dream_lock, new_stamp, read_meta
 from memory_server.dream.report import ReportInput, render_report
-from memory_server.dream.topics import TopicFile, load_topics
+from memory_server.dream.topics import TopicFile, embedder_of, load_topics, place
 from memory_server.dream.verify import Evidence, Verified, verify
 from memory_server.errors import DreamError
 from memory_server.files.root import MEMORY_INDEX, MemoryRoot
@@ -65,6 +65,7 @@ class Batch:
     sessions: list[SessionEvidence]
     topics: dict[str, TopicFile]
     memory_md: TopicFile | None
+    redone: dict[str, Any] | None = None  # the proposal whose sessions are read again (`--redo`)
 
     @property
     def evidence(self) -> Evidence:
@@ -75,13 +76,19 @@ class Batch:
         return verify(items, self.evidence, self.settings.dream, GitTree(self.root.path), done)
 
 
-def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate) -> Batch:
+def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None) -> Batch:
+    """The sessions no dream has read (and, with `redo`, those proposal `redo` read), and the topics."""
     state = gate.load_state()
     paths = gate.unprocessed_sessions(state)
+    redone = read_meta(root, redo) if redo else None
+    if redone is not None:
+        again = {p for p in redone.get("sessions", []) if isinstance(p, str) and (root.path / p).is_file()}
+        paths = sorted(set(paths) | again)
     if not paths:
         raise DreamError("nothing new: every session has been read by a dream (see `memory-server dream status`)")
     topics, memory_md = load_topics(root)
-    return Batch(root, settings, gate, state, paths, load_sessions(root, paths, settings), topics, memory_md)
+    return Batch(root, settings, gate, state, paths, load_sessions(root, paths, settings), topics, memory_md,
+                 redone)
 
 
 def _patches(batch: Batch, items: list[Verified], sections: dict[str, str], today: str) -> list[FilePatch]:
@@ -166,6 +173,9 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
     state["last_dream"] = now
     batch.gate.save_state(state)
     batch.gate.clear_pending()
+    if batch.redone is not None:
+        batch.redone.update(status="superseded", superseded_by=dream_id)
+        write_meta(batch.root.dreams_dir / batch.redone["id"], batch.redone)
     files = sorted({h.path for h in hunks})
     message = (f"dream {dream_id}: {len(hunks)} hunk{'s' if len(hunks) != 1 else ''} proposed in {', '.join(files)}; "
                f"read {folder / 'REPORT.md'}" if hunks else
@@ -175,14 +185,23 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
 
 
 def propose(root: str | os.PathLike[str], items_file: str | os.PathLike[str], *, drop_refused: bool = False,
-            clock: Callable[[], float] = time.time, placer: Placer | None = None) -> ProposeResult:
-    """Verify the items in `items_file`; when all pass (or `drop_refused`), write the proposal."""
+            clock: Callable[[], float] = time.time, memory: Any = None, redo: str | None = None) -> ProposeResult:
+    """Verify the items in `items_file`; when all pass (or `drop_refused`), write the proposal.
+
+    `memory`: a Memory whose embedding model places items given without a section by meaning too.
+    `redo`: a proposal whose sessions are read again (it is superseded by the new one).
+    """
     mroot = MemoryRoot(root)
     settings = load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
-    items, refusals = load_items(items_file)
+    items, refusals = load_items(Path(items_file))
+    embedder = embedder_of(memory)
+
+    def placer(item: ProposalItem, topic: TopicFile) -> str:
+        return place(item.statement, topic, settings.dream, embedder)
+
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream propose`"):
-        batch = open_batch(mroot, settings, gate)
+        batch = open_batch(mroot, settings, gate, redo)
         verified, refused = batch.verify(items)
         refusals += refused
         if refusals and not drop_refused:

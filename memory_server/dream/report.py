@@ -69,7 +69,8 @@ def render_report(r: ReportInput) -> str:
                 f"{_plural(len(files), 'file')}: {', '.join(files)})",
                 f"- Review: `memory-server dream show {r.dream_id}`",
                 f"- Apply: `memory-server dream apply {r.dream_id}` (all), or `--hunks 1,3` for some",
-                f"- Reject: `memory-server dream reject {r.dream_id} --hunks 2` (a rejected change is never proposed again)",
+                f"- Reject: `memory-server dream reject {r.dream_id} --hunks 2` (a rejected change is never proposed "
+                "again)",
                 ""]
     else:
         out += ["No changes to topics are proposed.", ""]
@@ -83,10 +84,11 @@ def render_report(r: ReportInput) -> str:
             out += [f"### {_one_line(v.item.statement, 160)}", ""] + _item_section(v, dates)
     if r.held_back:
         out += ["## Verified, waiting for the next proposal", "",
-                f"Over the limit of hunks per proposal (`dream.max_hunks`); propose them again after this review:", ""]
+                "Over the limit of hunks per proposal (`dream.max_hunks`); propose them again after this review:", ""]
         out += [f"- {v.item.kind}: {_one_line(v.item.statement, 200)} (`{v.item.topic}`)" for v in r.held_back] + [""]
     if r.listed:
-        out += ["## Not promoted", "", "Verified, but not for a topic: questions, hypotheses, things taken back, gaps.", ""]
+        out += ["## Not promoted", "",
+                "Verified, but not for a topic: questions, hypotheses, things taken back, gaps.", ""]
         out += [f"- {v.item.kind}, {STANCE_WORDS[v.item.stance]}: {_one_line(v.item.statement, 200)} "
                 f"({', '.join('`' + q.ref + '`' for q in v.item.evidence[:3])})" for v in r.listed] + [""]
     if r.refusals:

@@ -21,8 +21,8 @@ from memory_server.dream.journal import ApplyJournal, pending_journals
 from memory_server.dream.patch import Hunk, apply_hunks, parse_diff
 from memory_server.dream.proposals import dream_lock, list_proposals, newest_id
 from memory_server.dream.proposals import read_meta as _read_meta
-from memory_server.dream.writeset import write_all_or_nothing
 from memory_server.dream.topics import split_keep
+from memory_server.dream.writeset import write_all_or_nothing
 from memory_server.errors import ConfigError, DreamError, NotFoundError, StaleProposalError
 from memory_server.files.reading import sha256_bytes
 from memory_server.files.root import MemoryRoot
@@ -38,7 +38,8 @@ def _settings(root: MemoryRoot) -> Settings:
 
 def _regenerate(proposal_id: str) -> str:
     return (
-        f"Regenerate it with `memory-server dream run --redo {proposal_id}` (it reads the same sessions again "
+        f"Regenerate it: run /dream again with `memory-server dream propose --redo {proposal_id} ITEMS.json`, or "
+        f"without an agent `memory-server dream run --redo {proposal_id}` (both read the same sessions again "
         "against the files as they are now), then review the new proposal."
     )
 
@@ -113,7 +114,8 @@ def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[in
     return sorted(chosen_set), sorted(chosen_set - set(chosen))
 
 
-def _check(root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk], chosen: list[int]) -> dict[str, tuple[bytes, str | None]]:
+def _check(root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk],
+           chosen: list[int]) -> dict[str, tuple[bytes, str | None]]:
     """New bytes per target for the chosen hunks (with those applied before), checked against the files."""
     by_n = {h["n"]: h for h in meta["hunks"]}
     changes: dict[str, tuple[bytes, str | None]] = {}

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memory_server.dream.edits import code_span
 from memory_server.dream.evidence import FailureItem
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.items import LESSONS, ProposalItem, Quote
-from memory_server.dream.proposals import dream_lock, read_meta
+from memory_server.dream.proposals import dream_lock
 from memory_server.dream.propose import Batch, ProposeResult, open_batch, render_proposal
 from memory_server.dream.recall import RecallEvent, RecallLog, content_words
-from memory_server.dream.journal import write_meta
 from memory_server.errors import DreamError
 from memory_server.files.root import MemoryRoot
 from memory_server.settings import DreamSettings, load_settings
@@ -51,11 +51,18 @@ def repeated_errors(batch: Batch) -> list[ProposalItem]:
         if fixed is None:
             continue
         error = fixed.error.splitlines()[0][:200]
+        sessions = len({base for base, _f in hits})
+        # the statement quotes the error as code: a session's text is data, never a rule in its own words
+        statement = f"Repeated error (in {sessions} sessions): {code_span(_cut(error, 100))}"
         out.append(ProposalItem(
-            len(out) + 1, "repeated-error", "lesson", error[:120], "adopted", LESSONS,
+            len(out) + 1, "repeated-error", "lesson", statement, "adopted", LESSONS,
             evidence=[Quote(fixed.ref, error, "error"), Quote(fixed.fix[0].ref, fixed.fix[0].text[:200], "fix")],
         ))
     return out
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def knowledge_gaps(events: list[RecallEvent], settings: DreamSettings, since: float | None) -> list[dict[str, Any]]:
@@ -101,21 +108,15 @@ def run_dream(root: str | os.PathLike[str], *, memory: Any = None, clock: Callab
               redo: str | None = None, semantic: bool = True) -> ProposeResult:
     """One pass without an agent over the sessions no dream has read (with `redo`, those of proposal `redo` again).
 
-    `memory` and `semantic` are accepted for callers of the earlier pass; nothing here matches by meaning.
+    `memory` and `semantic` are accepted and unused: this pass matches nothing by meaning.
     """
     del memory, semantic
     mroot = MemoryRoot(root)
     settings = load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream run`"):
-        old = read_meta(mroot, redo) if redo else None
-        if old is not None:
-            state = gate.load_state()
-            for rel in old.get("sessions", []):
-                state["processed"].pop(rel, None)
-            gate.save_state(state)
         try:
-            batch = open_batch(mroot, settings, gate)
+            batch = open_batch(mroot, settings, gate, redo)
         except DreamError as exc:
             gate.clear_pending()
             return ProposeResult(None, None, message=str(exc))
@@ -127,8 +128,4 @@ def run_dream(root: str | os.PathLike[str], *, memory: Any = None, clock: Callab
             recall.close()
         extra = {"gaps": knowledge_gaps(events, settings.dream, batch.state.get("last_dream")),
                  "stale": stale_topics(batch), "notes": [f"not proposed: {r}" for r in refused]}
-        result = render_proposal(batch, verified, float(clock()), extra=extra, origin="run")
-        if old is not None:
-            old.update(status="superseded", superseded_by=result.id)
-            write_meta(mroot.dreams_dir / old["id"], old)
-        return result
+        return render_proposal(batch, verified, float(clock()), extra=extra, origin="run")

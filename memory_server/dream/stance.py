@@ -8,13 +8,15 @@ promoted as "adopted": nobody adopts a question, and "we considered make but sta
 from __future__ import annotations
 
 import re
+import unicodedata
 
 QUESTION_START = re.compile(
     r"^\s*(?:what if|what about|how about|should we|shall we|could we|can we|would it|would we|do we|does it|"
     r"is it|is there|are there|why|maybe we|perhaps we|wonder(?:ing)? if|i wonder)\b",
     re.I,
 )
-WHAT_IF = re.compile(r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also)\b", re.I)
+WHAT_IF = re.compile(
+    r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also)\b", re.I)
 CONSIDERED = re.compile(
     r"\b(?:considered|thought about|looked at|evaluated|tried|explored|discussed)\b.{0,160}?"
     r"\b(?:but|however)\b.{0,80}?\b(?:stay(?:ed|ing)?|kept|keep|stick(?:ing)?|stuck|remain(?:ed)?|decided against|"
@@ -32,6 +34,35 @@ REVERSAL = re.compile(
     r"(?:is|are) actually needed|not needed after all)\b",
     re.I,
 )
+
+
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def norm(text: str) -> str:
+    """Text as quotes are compared: NFKC, no Markdown emphasis or backticks, no ellipses, spacing collapsed."""
+    text = unicodedata.normalize("NFKC", text).replace("⏎", " ").replace("…", " ").replace("...", " ")
+    text = re.sub(r"[`*]|^>\s?", "", text, flags=re.M)
+    return " ".join(text.casefold().split())
+
+
+def sentence_of(text: str, quote: str) -> str:
+    """The shortest run of whole sentences of `text` that holds `quote` (else the quote itself).
+
+    Stance is judged on the sentence, not on the words cut from it: "we replaced go-git with git status"
+    quoted from "..., could this be related?" is still a question.
+    """
+    wanted = norm(quote)
+    parts = [p for p in SENTENCE_BREAK.split(text) if p.strip()]
+    best: str | None = None
+    for i in range(len(parts)):
+        for j in range(i, len(parts)):
+            joined = " ".join(parts[i : j + 1])
+            if wanted in norm(joined):
+                if best is None or len(joined) < len(best):
+                    best = joined
+                break
+    return best.strip() if best is not None else quote
 
 
 def answer_part(quote: str) -> str:
@@ -73,4 +104,4 @@ def reverses(text: str, terms: list[str]) -> bool:
     if not REVERSAL.search(text):
         return False
     folded = text.casefold()
-    return any(t.casefold() in folded for t in terms if len(t) > 2)
+    return any(re.search(rf"(?<![\w/.-]){re.escape(t.casefold())}(?![\w/-])", folded) for t in terms if len(t) > 1)

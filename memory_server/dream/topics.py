@@ -1,32 +1,31 @@
-"""The topics a dream may propose changes to, and how a session statement finds its topic.
+"""The topics a dream may propose changes to, and which section of a topic a statement belongs in.
 
 Topic files are read once per dream (bytes, sha256, lines with their endings kept) so the proposal is made
-against exactly the text whose hash it records. Matching goes through the indices: the keyword index
-(FTS5, layer "topic") finds topics that contain a term literally; meaning-based search (semantic fused with
-keywords when the Memory has an embedder, keyword-only otherwise) finds the section a statement belongs
-to, accepted when it shares enough content words (or, with an embedder, is close enough in meaning).
-
-Searches here go to the search functions directly, not through `Memory.search_*`, so a dream's own
-look-ups never land in the recall log.
+against exactly the text whose hash it records. An item the agent aimed at a topic without naming a
+section is placed by `place`: the section that shares the most content words with it, or, when the
+Memory has an embedding model, the one closest in meaning; else the end of the topic.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from memory_server.dream.recall import content_words
-from memory_server.errors import MemoryServerError, QueryError
+from memory_server.errors import MemoryServerError
 from memory_server.files.reading import sha256_bytes
 from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
+from memory_server.index.embedder import Embedder
 from memory_server.parse.frontmatter import split_front_matter
-from memory_server.parse.markdown import iso_date
-from memory_server.search.hybrid import search_exact, search_hybrid, validate
+from memory_server.parse.markdown import FENCE, iso_date
 from memory_server.settings import DreamSettings
+
+log = logging.getLogger(__name__)
 
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 LESSONS = f"{TOPICS_DIR}/lessons.md"
@@ -87,7 +86,8 @@ def load_topic(path: str, raw: bytes, mtime: float) -> TopicFile | None:
                 title = m.group(2).strip()
                 break
     title = title or path.rsplit("/", 1)[-1][:-3].replace("-", " ")
-    return TopicFile(path, raw, text, lines, title, date, [str(t) for t in tags] if isinstance(tags, list) else [str(tags)], body_start)
+    tag_list = [str(t) for t in tags] if isinstance(tags, list) else [str(tags)]
+    return TopicFile(path, raw, text, lines, title, date, tag_list, body_start)
 
 
 def load_topics(root: MemoryRoot) -> tuple[dict[str, TopicFile], TopicFile | None]:
@@ -108,92 +108,60 @@ def load_topics(root: MemoryRoot) -> tuple[dict[str, TopicFile], TopicFile | Non
     return topics, memory_md
 
 
-def semantic_usable(memory: Any) -> bool:
-    """Whether a Memory can match by meaning: it has an embedder and an open vector index."""
-    vectors = getattr(memory, "vectors", None)
-    return getattr(memory, "embedder", None) is not None and vectors is not None and bool(getattr(vectors, "is_open", False))
+def headings(topic: TopicFile) -> list[tuple[int, int, str]]:
+    """(line index, level, text) of the body's headings, skipping fenced code."""
+    out, fence = [], None
+    for i in range(topic.body_start, len(topic.lines)):
+        line = topic.lines[i].rstrip("\r\n")
+        m = FENCE.match(line)
+        if m:
+            fence = None if fence and m.group(1)[0] == fence else fence or m.group(1)[0]
+            continue
+        h = HEADING.match(line) if fence is None else None
+        if h:
+            out.append((i, len(h.group(1)), h.group(2).strip()))
+    return out
 
 
-@dataclass
-class Section:
-    path: str
-    heading: str  # last heading of the hit's heading path ("" for the preamble)
-    start_line: int
-    end_line: int
-    match: float  # content-word overlap, or cosine similarity when that is higher
+def heading_key(text: str) -> str:
+    """A heading as compared when an item names it: no backticks or emphasis, case and spacing aside."""
+    return " ".join(re.sub(r"[`*_]", "", text).casefold().split())
 
 
-@dataclass
-class TopicFinder:
-    """Find topics for a statement through the Memory's indices (see the module docstring)."""
+def sections(topic: TopicFile) -> list[tuple[str, str]]:
+    """(heading, its own text up to the next heading) for each heading of the body."""
+    heads = headings(topic)
+    ends = [i for i, _level, _text in heads[1:]] + [len(topic.lines)]
+    return [(text, "".join(topic.lines[i + 1 : end])) for (i, _level, text), end in zip(heads, ends, strict=True)]
 
-    memory: Any  # memory_server.api.Memory
-    topics: dict[str, TopicFile]
-    settings: DreamSettings
-    semantic: bool = False
-    notes: list[str] = field(default_factory=list)
 
-    def files_with_term(self, term: str) -> list[str]:
-        """Topic files (topics/*.md, not lessons) whose text holds `term` literally, by the keyword index."""
-        search = self.memory.settings.search
+def embedder_of(memory: Any) -> Embedder | None:
+    """The Memory's embedding model when it has one (semantic placement), else None (keywords only)."""
+    return getattr(memory, "embedder", None) if memory is not None else None
+
+
+def place(statement: str, topic: TopicFile, settings: DreamSettings, embedder: Embedder | None = None) -> str:
+    """The heading of the section of `topic` a statement belongs to, or "" (the end of the topic).
+
+    A section is accepted when it holds `topic_match_min` of the statement's content words, or, with an
+    embedder, when the cosine of statement and section reaches `topic_semantic_min`; the best one wins.
+    """
+    found = sections(topic)
+    wanted = topic_words(statement)
+    if not found or not wanted:
+        return ""
+    cosines = [0.0] * len(found)
+    if embedder is not None:
         try:
-            q = validate(term, search.max_k, ["topic"], None, None, search)
-        except QueryError:
-            return []
-        hits = search_exact(self.memory.fts, q, search)
-        found = {h.path for h in hits if h.match in ("phrase", "substring")}
-        return sorted(p for p in found if p in self.topics and p != LESSONS)
-
-    def best_section(self, statement: str) -> Section | None:
-        """The topic section a statement belongs to, or None when no topic is close enough."""
-        wanted = topic_words(statement)
-        if not wanted:
-            return None
-        try:
-            hits = self._search(statement)
-        except QueryError:
-            return None  # nothing searchable in the statement
+            vecs = np.asarray(embedder.embed([statement, *(f"{h}\n{t}" for h, t in found)]), dtype=np.float32)
+            cosines = [float(vecs[0] @ v) for v in vecs[1:]]
         except MemoryServerError as exc:
-            if not self.semantic:
-                return None
-            self.notes.append(f"semantic search failed ({exc}); matched topics by keywords only")
-            self.semantic = False
-            try:
-                hits = self._search(statement)
-            except MemoryServerError:
-                return None
-        best: Section | None = None
-        texts = []
-        for hit in hits:
-            topic = self.topics.get(hit.path)
-            if topic is None or hit.path == LESSONS:
-                continue
-            body = "".join(topic.lines[hit.start_line - 1 : hit.end_line])
-            texts.append((hit, body))
-        cosines = self._cosines(statement, [f"{h.title} {h.heading}\n{b}" for h, b in texts])
-        for (hit, body), cos in zip(texts, cosines):
-            have = topic_words(f"{body} {hit.title} {hit.heading}")
-            overlap = len(wanted & have) / len(wanted)
-            ok = overlap >= self.settings.topic_match_min or cos >= self.settings.topic_semantic_min
-            if ok and (best is None or max(overlap, cos) > best.match):
-                heading = hit.heading.split(" > ")[-1] if hit.heading else ""
-                best = Section(hit.path, heading, hit.start_line, hit.end_line, round(max(overlap, cos), 4))
-        return best
-
-    def _search(self, statement: str) -> list:
-        search, ranking = self.memory.settings.search, self.memory.settings.ranking
-        q = validate(statement, 8, ["topic"], None, None, search)
-        vectors = self.memory.vectors if self.semantic else None
-        embedder = self.memory.embedder if self.semantic else None
-        return search_hybrid(self.memory.fts, vectors, embedder, q, search, ranking)[0]
-
-    def _cosines(self, statement: str, texts: list[str]) -> list[float]:
-        if not self.semantic or not texts or self.memory.embedder is None:
-            return [0.0] * len(texts)
-        try:
-            vecs = np.asarray(self.memory.embedder.embed([statement, *texts]), dtype=np.float32)
-        except MemoryServerError as exc:
-            self.notes.append(f"the embedding model failed ({exc}); matched topics by keywords only")
-            self.semantic = False
-            return [0.0] * len(texts)
-        return [round(float(vecs[0] @ v), 4) for v in vecs[1:]]
+            log.warning("dream: the embedding model failed (%s); placing items by keywords only", exc)
+    best, best_score = "", 0.0
+    for (head, text), cos in zip(found, cosines, strict=True):
+        overlap = len(wanted & topic_words(f"{head} {text}")) / len(wanted)
+        score = max(overlap if overlap >= settings.topic_match_min else 0.0,
+                    cos if cos >= settings.topic_semantic_min else 0.0)
+        if score > best_score:
+            best, best_score = head, score
+    return best

@@ -16,26 +16,18 @@ An item is refused (with its name and the reason, so the agent can fix it and re
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 
 from memory_server.dream.evidence import FailureItem, SessionEvidence
 from memory_server.dream.identifiers import GitTree, claimed_identifiers, identifiers
 from memory_server.dream.items import ProposalItem, Quote
-from memory_server.dream.stance import reverses, stance_problem
-from memory_server.dream.topics import HEADING, TopicFile
+from memory_server.dream.recall import content_words
+from memory_server.dream.stance import norm, reverses, sentence_of, stance_problem
+from memory_server.dream.topics import TopicFile, heading_key, headings
 from memory_server.files.root import MemoryRoot
 from memory_server.settings import DreamSettings
 
 LATER_KINDS = ("request", "correction", "answer", "commit", "closing")
-
-
-def norm(text: str) -> str:
-    """Text as quotes are compared: NFKC, no Markdown emphasis or backticks, no ellipses, spacing collapsed."""
-    text = unicodedata.normalize("NFKC", text).replace("⏎", " ").replace("…", " ").replace("...", " ")
-    text = re.sub(r"[`*]|^>\s?", "", text, flags=re.M)
-    return " ".join(text.casefold().split())
 
 
 @dataclass
@@ -84,7 +76,8 @@ def _quotes_exist(item: ProposalItem, ev: Evidence) -> str | None:
     for q in item.evidence:
         texts = ev.texts(q)
         if texts is None:
-            return f"{q.ref} is not a reference this dream can read (not one of its sessions, a session file or a topic)"
+            return (f"{q.ref} is not a reference this dream can read (not one of its sessions, a session file or "
+                    "a topic)")
         if not texts:
             return f"nothing is recorded at {q.ref}; cite the reference the evidence pack prints"
         if not any(norm(q.quote) in norm(t) for t in texts):
@@ -93,11 +86,20 @@ def _quotes_exist(item: ProposalItem, ev: Evidence) -> str | None:
     return None
 
 
+def _sentence(q: Quote, ev: Evidence) -> str:
+    """The whole sentence a quote was cut from (its stance is the sentence's, not the fragment's)."""
+    for text in ev.texts(q) or []:
+        if norm(q.quote) in norm(text):
+            return sentence_of(text, q.quote)
+    return q.quote
+
+
 def _replacement(item: ProposalItem, ev: Evidence) -> str | None:
     quoted = " ".join(norm(q.quote) for q in item.evidence)
     for term in (item.old, item.new):
         if norm(term) not in quoted:
-            return f"the replacement term {term!r} does not appear in the item's quotes; quote where the sessions say it"
+            return (f"the replacement term {term!r} does not appear in the item's quotes; quote where the sessions "
+                    "say it")
     topic = ev.topics.get(item.topic)
     if topic is None:
         return f"{item.topic} does not exist, so it has no lines to correct"
@@ -121,7 +123,8 @@ def _lesson(item: ProposalItem, ev: Evidence, settings: DreamSettings) -> str | 
         return f"no failure is recorded at {error.ref}; cite the failure's reference from the pack"
     for fix in fixes:
         if fix.source != error.source:
-            return f"the fix ({fix.ref}) comes from another session than the error ({error.ref}); cite the fix of that session"
+            return (f"the fix ({fix.ref}) comes from another session than the error ({error.ref}); cite the fix of "
+                    "that session")
         if fix.line < error.line:
             return f"the fix ({fix.ref}) comes before the error ({error.ref})"
     seen = ev.sessions_with(failure.normalised)
@@ -131,8 +134,20 @@ def _lesson(item: ProposalItem, ev: Evidence, settings: DreamSettings) -> str | 
     return None
 
 
+def _terms(item: ProposalItem) -> list[str]:
+    """What a later sentence must name to take the item back: the new term, the names in the statement, else
+    the statement's words that its quotes say too ("managed with uv" quoting "switched to uv": uv)."""
+    if item.new:
+        return [item.new]
+    named = claimed_identifiers(item.statement) + identifiers(item.statement)
+    if named:
+        return named
+    quoted = set(content_words(" ".join(q.quote for q in item.evidence)))
+    return [w for w in dict.fromkeys(content_words(item.statement)) if w in quoted]
+
+
 def _reversed(item: ProposalItem, ev: Evidence) -> str | None:
-    terms = [item.new] if item.new else claimed_identifiers(item.statement) + identifiers(item.statement)
+    terms = _terms(item)
     cited = [(ev.order[q.source], q.line) for q in item.evidence if q.source in ev.order and q.role == "support"]
     if not terms or not cited:
         return None
@@ -153,9 +168,10 @@ def _target(item: ProposalItem, ev: Evidence) -> str | None:
     if norm(item.statement) in norm(topic.text):
         return f"{item.topic} already says it"
     if item.section:
-        heads = [m.group(2).strip() for ln in topic.lines[topic.body_start:] if (m := HEADING.match(ln.rstrip("\r\n")))]
-        if item.section.casefold() not in (h.casefold() for h in heads):
-            return f"{item.topic} has no section {item.section!r}; its sections: {', '.join(heads[:15])}"
+        heads = [text for _i, _level, text in headings(topic)]
+        if heading_key(item.section) not in {heading_key(h) for h in heads}:
+            return (f"{item.topic} has no section {item.section!r}; its sections: {'; '.join(heads[:30])} "
+                    "(or leave the section out and the program places it)")
     return None
 
 
@@ -181,7 +197,7 @@ def verify(items: list[ProposalItem], ev: Evidence, settings: DreamSettings, git
         if reason is None and item.replace_lines:
             reason = _replacement(item, ev)
         if reason is None and item.stance == "adopted" and item.kind != "lesson":
-            reason = stance_problem([q.quote for q in item.evidence if q.role == "support"])
+            reason = stance_problem([_sentence(q, ev) for q in item.evidence if q.role == "support"])
         if reason is None and item.stance == "adopted":
             reason = _reversed(item, ev)
         if reason is None and promoted:

@@ -8,6 +8,35 @@ from pathlib import Path
 
 from memory_server.errors import NotFoundError, PathRefusedError
 
+# What read_memory serves: the memory files, never the rest of a project that is itself the root (`.env`,
+# `.git/config`, source files); transcripts have their own `transcript:<id>` paths.
+MEMORY_TOP_FILES = ("MEMORY.md", "CLAUDE.md")
+MEMORY_FOLDERS = ("topics", "sessions", "dreams")
+
+
+def is_memory_path(relpath: str) -> bool:
+    """True when a root-relative POSIX path names a memory file: MEMORY.md, CLAUDE.md, or a file under
+    topics/, sessions/ or dreams/ with no hidden part (`topics/.env`, `.git/…` are not memory)."""
+    parts = relpath.split("/")
+    if any(not p or p.startswith(".") for p in parts):
+        return False
+    if len(parts) == 1:
+        return parts[0] in MEMORY_TOP_FILES
+    return parts[0] in MEMORY_FOLDERS
+
+
+def confine_memory(root: Path, relpath: str) -> Path:
+    """`confine`, and the path (as given and as resolved through any symlink) must name a memory file."""
+    refusal = (
+        f"{relpath[:200]!r} is not a memory file: read_memory serves MEMORY.md, CLAUDE.md, topics/, sessions/ "
+        "and dreams/ (and transcript:<id> paths from search hits) only; use a `path` from a search hit"
+    )
+    real = confine(root, relpath)
+    given = os.path.normpath(relpath).replace(os.sep, "/")
+    if not is_memory_path(given) or not is_memory_path(real.relative_to(root.resolve()).as_posix()):
+        raise PathRefusedError(refusal)
+    return real
+
 
 def is_inside(path: Path, base: Path) -> bool:
     """True when `path` is `base` or below it (both already resolved)."""

@@ -15,8 +15,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
-from memory_server.errors import PathRefusedError
+from memory_server.errors import NotFoundError, PathRefusedError
 from memory_server.files.paths import is_inside
 
 # Files larger than this are skipped (with a warning in status) unless memory.yaml raises it.
@@ -157,8 +158,101 @@ def decode(data: bytes, mtime_ns: int) -> FileText:
 
 
 def read_lines(path: Path, shown: str) -> list[str]:
-    """The lines of an already confined text file, without line endings; binary files are refused."""
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise PathRefusedError(f"{shown!r} is a binary file; read_memory only returns text")
+    """The lines of an already confined text file, without line endings; binary files are refused.
+    For files the program itself wrote (sessions, proposals); a client's request goes through read_window."""
+    with open(path, "rb") as fh:
+        if b"\x00" in fh.read(BINARY_SNIFF_BYTES):
+            raise PathRefusedError(f"{shown!r} is a binary file; read_memory only returns text")
+        fh.seek(0)
+        data = fh.read()
     return data.decode("utf-8", errors="replace").splitlines()
+
+
+BINARY_SNIFF_BYTES = 8192
+READ_MAX_LINES = 400
+READ_MAX_CHARS = 24_000
+READ_MAX_LINE_CHARS = 4_000
+_COUNT_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Window:
+    """Lines `start`..`end` of a file as read_memory answers them: bounded in lines, characters and per line."""
+
+    start: int
+    end: int
+    total: int
+    lines: tuple[str, ...]
+    cut_lines: tuple[int, ...]  # line numbers shown cut to the per-line limit
+    truncated: bool  # the answer stopped before the requested end (line or character limit)
+
+
+def read_window(path: Path, shown: str, start: int, end: int | None, *, max_lines: int = READ_MAX_LINES,
+                max_chars: int = READ_MAX_CHARS, max_line_chars: int = READ_MAX_LINE_CHARS) -> Window:
+    """Stream lines `start`..`end` (1-based, inclusive; None: to the end) of an already confined file.
+
+    Memory stays bounded whatever the file: a binary file is refused from its first bytes, only the
+    answered lines are kept, a long line is kept up to `max_line_chars` and the rest of it skipped, and the
+    lines after the answer are only counted. `start` past the end raises NotFoundError."""
+    line_bytes = max_line_chars * 4  # UTF-8: at most 4 bytes a character
+    kept: list[str] = []
+    cut: list[int] = []
+    used = 0
+    n = 0
+    truncated = False
+    with open(path, "rb") as fh:
+        if b"\x00" in fh.read(BINARY_SNIFF_BYTES):
+            raise PathRefusedError(f"{shown!r} is a binary file; read_memory only returns text")
+        fh.seek(0)
+        last = start + max_lines - 1 if end is None else min(end, start + max_lines - 1)
+        while True:
+            raw = fh.readline(line_bytes + 1)
+            if not raw:
+                break
+            long_line = len(raw) > line_bytes and not raw.endswith(b"\n")
+            if long_line:
+                _skip_rest_of_line(fh)
+            n += 1
+            if n < start:
+                continue
+            if n > last:
+                if end is None or n <= end:
+                    truncated = True
+                n += _count_lines(fh)
+                break
+            line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+            if n == 1:
+                line = line.lstrip("\ufeff")
+            if long_line or len(line) > max_line_chars:
+                line = line[:max_line_chars] + f" … [line cut at {max_line_chars} characters]"
+                cut.append(n)
+            if used + len(line) > max_chars and kept:
+                truncated = True
+                n += _count_lines(fh)
+                break
+            kept.append(line)
+            used += len(line) + 1
+    total = n
+    if start > max(total, 1):
+        raise NotFoundError(f"{shown} has {total} lines; start_line {start} is past the end")
+    return Window(start, start + len(kept) - 1, total, tuple(kept), tuple(cut), truncated)
+
+
+def _skip_rest_of_line(fh: BinaryIO) -> None:
+    while True:
+        rest = fh.readline(_COUNT_BLOCK)
+        if not rest or rest.endswith(b"\n"):
+            return
+
+
+def _count_lines(fh: BinaryIO) -> int:
+    """Lines from the current position (which starts a line) to the end of the file."""
+    count = 0
+    last = b"\n"
+    while True:
+        block = fh.read(_COUNT_BLOCK)
+        if not block:
+            break
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (0 if last == b"\n" else 1)

@@ -61,6 +61,17 @@ def _connect_read_only(path: Path, busy_seconds: float) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it rolls back by itself on some errors,
+    a full disk among them): a second ROLLBACK would raise and hide the error that caused it."""
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        log.debug("rollback after an error failed too: %s", exc)
+
+
 def is_damage(exc: BaseException) -> bool:
     """True when `exc` says the database file itself is unusable (not merely busy or misused)."""
     if not isinstance(exc, sqlite3.DatabaseError):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_server.files.sqlite import connect, is_damage, quarantine
+from memory_server.files.sqlite import connect, is_damage, quarantine, rollback
 from memory_server.index.embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class EmbeddingCache:
             c.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            rollback(c)
             raise
 
     def count(self) -> int:
@@ -123,7 +123,7 @@ class EmbeddingCache:
             unique = list(dict.fromkeys(keys[i] for i in missing))
             first = {keys[i]: i for i in reversed(missing)}
             fresh = embedder.embed([texts[first[k]] for k in unique])
-            new = dict(zip(unique, fresh))
+            new = dict(zip(unique, fresh, strict=True))
             self.put_many(new)
             found.update(new)
         if not texts:

@@ -1,9 +1,13 @@
 """What the embedder is shown for a chunk (the embedding recipe).
 
-The chunk's own text comes first and carries the meaning; its context (the file's title and the heading
-path) is added only when the text is long enough to outweigh it. A one-line status badge
-(`![Accepted](...)`), a `Date:` line or a "Thanks!" would otherwise be embedded as little more than the
-title, and so match every question about the file better than the paragraph that answers it.
+A chunk is embedded under its context: the file's title, the heading path and the date, then its own text.
+The context says what a line is about ("the staging database" under "Upgrade PostgreSQL") and when it was
+said. Measured with the semantic signal alone, context first for every chunk of 4+ words beats context
+only for chunks of 8+ words (LoCoMo conversation 0 turn R@5 0.473 -> 0.522, coding-probe paraphrase
+R@1 0.325 -> 0.425) and context after the text (0.463; 0.40).
+A chunk with fewer than MIN_WORDS_FOR_CONTEXT words of its own is embedded alone: a one-line status badge
+(`![Accepted](...)`) or a `Date:` line would otherwise be embedded as little more than the title, and so
+match every question about the file better than the paragraph that answers it.
 Markup that is not meaning is dropped: emphasis markers, link and image targets (their words stay).
 
 Bump EMBED_RECIPE whenever embed_text() changes: the indexer then re-embeds every chunk (the cache keys
@@ -16,13 +20,14 @@ import re
 
 from memory_server.parse.markdown import Chunk
 
-EMBED_RECIPE = "3"
-#: Below this many words of its own, a chunk is embedded without its title and heading.
-MIN_WORDS_FOR_CONTEXT = 8
+EMBED_RECIPE = "4"
+#: Below this many words of its own (two letters or more; numbers do not count), a chunk is embedded
+#: without its title and heading.
+MIN_WORDS_FOR_CONTEXT = 4
 
 EMPHASIS = re.compile(r"\*\*|__")
 LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target) and ![alt](src) -> their words
-WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 def clean_body(text: str) -> str:

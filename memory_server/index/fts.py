@@ -12,14 +12,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
-from memory_server.files.sqlite import connect
+from memory_server.files.sqlite import connect, is_damage
 from memory_server.parse.markdown import Chunk
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SCHEMA_VERSION = "4"
 
@@ -84,7 +86,7 @@ class FileRecord:
     source: str | None = None
 
 
-def row_to_chunk(row: Sequence) -> Chunk:
+def row_to_chunk(row: Sequence[Any]) -> Chunk:
     return Chunk(*row[:9])
 
 
@@ -140,6 +142,8 @@ class FtsIndex:
         try:
             c = connect(self.path, busy_seconds=30.0)
         except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise  # a full disk or a lock is not damage: never a reason to remake the index
             raise CorruptIndexError(str(exc)) from exc
         try:
             version = self._schema_version(c)
@@ -150,6 +154,8 @@ class FtsIndex:
                 raise CorruptIndexError(f"index schema {version} is not {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             c.close()
+            if not is_damage(exc):
+                raise
             raise CorruptIndexError(str(exc)) from exc
         except CorruptIndexError:
             c.close()
@@ -173,6 +179,8 @@ class FtsIndex:
             # The FTS5 postings agree with the chunks table (raises SQLITE_CORRUPT_VTAB when they do not).
             c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
             raise CorruptIndexError(str(exc)) from exc
         if not ok or ok[0] != "ok":
             raise CorruptIndexError(f"integrity check failed: {ok}")
@@ -278,9 +286,9 @@ class FtsIndex:
         c = self.conn()
         rows: dict[str, tuple[int, str]] = {}
         for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for rowid, cid, path in c.execute(f"SELECT rowid, id, path FROM chunks WHERE id IN ({marks})", part):
+            id_part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(id_part))
+            for rowid, cid, path in c.execute(f"SELECT rowid, id, path FROM chunks WHERE id IN ({marks})", id_part):
                 rows[cid] = (rowid, path)
         wanted = sorted({r + d for r, _ in rows.values() for d in (-1, 1)})
         found: dict[int, Chunk] = {}
@@ -294,21 +302,21 @@ class FtsIndex:
             out[cid] = [found[r] for r in (rowid - 1, rowid + 1) if r in found and found[r].path == path]
         return out
 
-    def _cached(self, key: str, compute):
+    def _cached(self, key: str, compute: Callable[[], T]) -> T:
         # The generation numbers a database's changes; a rebuilt database starts counting again, so the
         # file's identity is part of the key.
         generation = (self.generation(), getattr(self._local, "file_id", None))
-        cache = getattr(self._local, "cache", None)
+        cache: tuple[tuple[int, Any], dict[str, Any]] | None = getattr(self._local, "cache", None)
         if cache is None or cache[0] != generation or len(cache[1]) > 5000:
             cache = (generation, {})
             self._local.cache = cache
         if key not in cache[1]:
             cache[1][key] = compute()
-        return cache[1][key]
+        return cast(T, cache[1][key])
 
     def layers_present(self) -> set[str]:
         """The layers that have files in the index (cached until the index changes)."""
-        return self._cached("layers", lambda: {r[0] for r in self.conn().execute("SELECT DISTINCT layer FROM files")})
+        return self._cached("layers", lambda: {str(r[0]) for r in self.conn().execute("SELECT DISTINCT layer FROM files")})
 
     def chunk_count(self) -> int:
         return self._cached("chunks", lambda: int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0]))

@@ -321,7 +321,8 @@ class VectorIndex:
                     return out
                 offset += 5000
 
-        return self._read(page_all)
+        found: set[str] = self._read(page_all)
+        return found
 
     def query(
         self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None

@@ -22,15 +22,15 @@ MAX_DEPTH = 32
 PLAIN_SCALARS = (str, int, float, bool, dt.date, type(None))  # dt.datetime is a dt.date
 
 
-class UnsafeYamlError(yaml.YAMLError):
+class UnsafeYamlError(yaml.YAMLError):  # type: ignore[misc]  # PyYAML ships no types
     """YAML that is refused before or while loading: aliases, anchors, too large, too deep, odd types."""
 
 
-class _PlainLoader(yaml.SafeLoader):
+class _PlainLoader(yaml.SafeLoader):  # type: ignore[misc]
     """SafeLoader that stops at the first anchor or alias instead of building (and sharing) the node."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise UnsafeYamlError(
                 f"YAML anchors and aliases (&name, *name) are not allowed (line {event.start_mark.line + 1}); "

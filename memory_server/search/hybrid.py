@@ -28,6 +28,7 @@ from memory_server.parse.markdown import Chunk
 from memory_server.search.exact import (
     KeywordHit,
     clean_query,
+    content_terms,
     context_candidates,
     exact_search,
     keyword_candidates,
@@ -36,7 +37,7 @@ from memory_server.search.exact import (
     quote,
     terms,
 )
-from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.search.signals import context_scores, idf, is_assistant, keyword_scale, own_keyword_shares
 from memory_server.settings import RankingSettings, SearchSettings
 
 LAYERS = ("topic", "session", "transcript")
@@ -80,6 +81,9 @@ class Query:
     before: str | None
 
 
+MAX_QUERY_CHARS = 10_000  # longer queries are refused: search time and memory grow with the query
+
+
 def validate(
     query: str,
     k: int | None,
@@ -91,6 +95,11 @@ def validate(
 ) -> Query:
     if not isinstance(query, str):
         raise QueryError("query must be a string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(
+            f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS:,}-character limit: search for a "
+            "distinctive part of it (an error line, an identifier, a phrase)"
+        )
     text = clean_query(query)
     if not text.strip():
         raise QueryError("query is empty: give the words or literal text to look for")
@@ -216,7 +225,7 @@ def search_hybrid(
     vecs = {cid: vec for cid, _sim, vec in semantic}
     chunks = {chunk.id: chunk for chunk, _bm25 in keyword + phrase}
     chunks.update((chunk.id, chunk) for chunk in around)
-    scale = keyword_scale(keyword[0][1] if keyword else 0.0, fts.chunk_count(), ranking.keyword_floor)
+    scale = keyword_scale(keyword[0][1] if keyword else 0.0, _word_idfs(fts, q.text), ranking.keyword_floor)
     scores = fuse(
         [(cid, sim) for cid, sim, _ in semantic], [(c.id, s) for c, s in keyword], ranking, keyword_scale=scale
     )
@@ -244,16 +253,22 @@ def search_hybrid(
     return fit_budget(hits, terms(q.text), search), mode
 
 
+def _word_idfs(fts: FtsIndex, query: str) -> list[float]:
+    """The IDF of each distinct content word of the query, in the chunks' own text."""
+    total = fts.chunk_count()
+    words = dict.fromkeys(t.casefold() for t in content_terms(query))
+    return [idf(fts.count_matching(f"{{text}} : {quote(word)}"), total) for word in words]
+
+
 def _own_keyword_scores(fts: FtsIndex, query: str, keyword: list[tuple[Chunk, float]]) -> list[tuple[Chunk, float]]:
     """BM25 scores scaled to the share of the matched words that are the chunk's own (not its title's or
     heading's), best first."""
     total = fts.chunk_count()
 
-    def idf(word: str) -> float:
-        n = fts.count_matching(f"{{text}} : {quote(word)}")
-        return max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
+    def word_idf(word: str) -> float:
+        return idf(fts.count_matching(f"{{text}} : {quote(word)}"), total)
 
-    shares = own_keyword_shares(query, [c for c, _ in keyword], idf)
+    shares = own_keyword_shares(query, [c for c, _ in keyword], word_idf)
     scaled = [(c, bm25 * shares.get(c.id, 1.0)) for c, bm25 in keyword]
     scaled.sort(key=lambda pair: -pair[1])
     return [(c, s) for c, s in scaled if s > 0]

@@ -1,8 +1,10 @@
 """Signals hybrid search weighs beside the two retrievers' scores.
 
-- keyword_scale: what a BM25 score is divided by. The best hit's score alone would make a query whose only
-  matches are common words (IDF near zero) as strong as one that matched a rare word; a floor, the score of
-  a word found in a single chunk, keeps such matches small.
+- keyword_scale: what a BM25 score is divided by: the score of a chunk that holds every word of the query.
+  The best hit's score alone would make a query whose only matches are common words (IDF near zero) as
+  strong as one that matched a rare word, and a question whose one rare word happens to occur in a chunk
+  as strong as a literal found whole. Against the whole query's weight, a match counts by the share of
+  the query it covers: a literal found whole reaches 1, a paraphrase sharing one word with a chunk stays small.
 - context_scores: query words that occur in a chunk's title or heading but not in its text. They say which
   file (or section) is about the query, so they lift every chunk there a little and equally, instead of
   making each chunk a keyword hit of its own (a status line would otherwise rank with the answer).
@@ -24,11 +26,16 @@ PREFIX = 5  # words compared by their first letters: "printers" finds "printer",
 ASSISTANT = re.compile(r"^\s*(?:[-*+]\s+|>\s*)?(?:\*\*|__)?(?:assistant|claude|agent)(?:\*\*|__)?\s*:", re.I)
 
 
-def keyword_scale(best: float, chunk_count: int, floor_share: float) -> float:
-    """The divisor that maps BM25 scores to 0..1: the best score, or, when that is lower, `floor_share`
-    times the IDF of a word found in one chunk of `chunk_count` (FTS5's formula)."""
-    idf_once = math.log(max(chunk_count - 0.5, 1.0) / 1.5) if chunk_count > 2 else 0.0
-    return max(best, floor_share * max(idf_once, 0.0), 1e-9)
+def idf(matching: int, chunk_count: int) -> float:
+    """FTS5's BM25 IDF of a word found in `matching` of `chunk_count` chunks (a word found nowhere weighs
+    most: the query asks for something the index may hold in other words)."""
+    return max(math.log((chunk_count - matching + 0.5) / (matching + 0.5)), 1e-6)
+
+
+def keyword_scale(best: float, word_idfs: Iterable[float], floor_share: float) -> float:
+    """The divisor that maps BM25 scores to 0..1: `floor_share` times the sum of the query's word IDFs (about
+    the BM25 of a chunk that holds each query word once), or the best score when that is higher."""
+    return max(best, floor_share * sum(word_idfs), 1e-9)
 
 
 def _stems(words: Iterable[str]) -> set[str]:

@@ -1,10 +1,12 @@
 """Compress a Claude Code transcript into an append-only Markdown session summary, deterministically.
 
 `compress_transcript(path, root)` writes `sessions/compressed/YYYY/<date>-<short-id>-<slug>.md`: YAML front
-matter (session_id, part, started, ended, cwd, branch, claude_code_version, transcript, transcript_sha256,
-lines, counts) and the sections a person wants months later: Goal, Requests, Files, Commands, Errors and
-fixes, Decisions, Open at the end (empty ones are left out). Thinking, tool output and slash-command noise
-stay out; `<private>` text is dropped and secrets are redacted before anything is trimmed.
+matter (format, session_id, part, started, ended, cwd, branch, claude_code_version, transcript,
+transcript_sha256, lines, counts) and what the next session needs: the goal, everything the person said,
+their corrections and answers, decisions, real errors and their fixes, commits, files, commands, Claude
+Code's own summary and what was left open (see `render.py` for the format). Thinking, tool output and
+slash-command noise stay out; `<private>` text is dropped and secrets are redacted before anything is
+trimmed.
 
 Append-only: a compressed file is never rewritten. What is already covered is read back from the front
 matter of existing files (session_id, transcript file name, lines), so no state file is needed and deleting
@@ -29,7 +31,7 @@ work through its Task calls (and, in Claude Code 1.x, through inline sidechain r
 PreCompact hooks start; it logs to stderr.
 
 This module is the orchestration: what was covered already, locking and file placement.
-`digest.py` reads a transcript into what the file says and `session_render.py` writes it as Markdown.
+`digest.py` reads a transcript into what the file says and `render.py` writes it as Markdown.
 """
 
 from __future__ import annotations

@@ -8,17 +8,25 @@ Decisions are only statements of what will be done or is now the rule, made by t
 the person: a user sentence such as "let's use X", "from now on …", "don't …" (not a question, a "what
 if", a "maybe", a "considered … but"); or the assistant's proposal the person then accepted ("Want me to
 X?" -> "yes"), or declined ("no, don't"). Each decision records who said it. Open items are only the
-unfinished entries of the last todo list.
+unfinished entries of the last todo list and of the task list.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from memory_server.parse.text import CODE_FENCE, SENTENCE_END, one_line, relative_path
-from memory_server.sessions.events import SHELL_TOOLS, Failure, SessionEvents, failed, session_events
-from memory_server.sessions.failures import changes_things
+from memory_server.sessions.events import (
+    SHELL_TOOLS,
+    Failure,
+    SessionEvents,
+    UserMessage,
+    failed,
+    session_events,
+)
+from memory_server.sessions.failures import changes_things, harness_error
 from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript
 from memory_server.sessions.redact import clean
 
@@ -33,12 +41,15 @@ _RULE = re.compile(
     r"|keep\b|make sure\b|i(?:'ve| have)? decided\b|the rule is\b|prefer\b|instead\b)"
 )
 _RULE_ANYWHERE = re.compile(r"(?i)\b(?:from now on|going forward|decided to|we'll use|we will use|the rule is)\b")
-# Not settled: questions, hypotheses, options weighed and dropped.
+# Not settled: questions, hypotheses, options weighed and dropped, a look around.
 _UNSETTLED = re.compile(
     r"(?i)(?:\?\s*$|\bwhat if\b|\bwhat about\b|\bmaybe\b|\bperhaps\b|\bmight\b|\bcould we\b|\bshould we\b"
     r"|\bwould it\b|\bi wonder\b|\bnot sure\b|\bconsidered\b|\bthought about\b|\bif we\b|^if\b|\bwhether\b"
-    r"|\bi think\b|\bi guess\b|\bsuppose\b)"
+    r"|\bi think\b|\bi guess\b|\bsuppose\b"
+    r"|\blet'?s (?:see|try|test|check|look|find out|figure|investigate|explore|debug|think|dig)\b)"  # exploring
 )
+# What Claude Code writes when the person accepts a plan: the plan's own heading says what the session is for.
+_PLAN_PREAMBLE = re.compile(r"^\s*Implement the following plan:\s*(?:#+\s*(?:Plan:\s*)?)?", re.IGNORECASE)
 _AGREE = re.compile(
     r"(?i)^\s*(?:yes|yeah|yep|yup|sure|ok(?:ay)?|sounds good|lgtm|go ahead|do it|please do|perfect|great|agreed"
     r"|makes sense|let'?s do (?:it|that)|ship it|👍)\b"
@@ -63,6 +74,15 @@ class ErrorItem:
     fixed_line: int | None = None
 
 
+class Decision(NamedTuple):
+    """A decision: its transcript line, what was decided, and how the user made it: "stated" (their own
+    words), "agreed" (to the assistant's proposal) or "declined" (the assistant's proposal)."""
+
+    line: int
+    statement: str
+    how: str
+
+
 @dataclass
 class Digest:
     """Everything a compressed file says, taken from a transcript's lines first_line..line_count."""
@@ -70,11 +90,12 @@ class Digest:
     t: Transcript
     events: SessionEvents
     goal: str = ""
+    goal_line: int | None = None  # the transcript line of the goal (it may precede a later part)
     requests: list[tuple[int, str]] = field(default_factory=list)
     files: dict[str, dict[str, int]] = field(default_factory=dict)
     commands: dict[str, list[int]] = field(default_factory=dict)  # shown text -> [runs, failures]
     errors: list[ErrorItem] = field(default_factory=list)
-    decisions: list[tuple[int, str, str]] = field(default_factory=list)  # line, statement, who said it
+    decisions: list[Decision] = field(default_factory=list)
     todos: list[str] = field(default_factory=list)  # unfinished only
     last_reply: tuple[int, str] | None = None
     counts: dict[str, int] = field(default_factory=dict)
@@ -84,7 +105,9 @@ class Digest:
     def of(cls, t: Transcript, full: Transcript) -> Digest:
         """Digest `t` (possibly a later slice); the goal comes from the whole transcript `full`."""
         d = cls(t, session_events(t))
-        d.goal = _goal(full if full is not t else None, d.events)
+        goal = _goal(full if full is not t else None, d.events)
+        if goal is not None:
+            d.goal, d.goal_line = _PLAN_PREAMBLE.sub("", goal.text).strip() or goal.text, goal.line
         d._read()
         return d
 
@@ -101,7 +124,7 @@ class Digest:
         if finals:
             self.last_reply = (finals[-1].line, finals[-1].text)
         commands = bad_commands = 0
-        for m, use, res in uses:
+        for _m, use, res in uses:
             tool = use.name.lower()
             if tool in FILE_TOOLS:  # a subagent's writes change the project too
                 self._file(use, res)
@@ -133,6 +156,8 @@ class Digest:
         )
         if not raw:
             return
+        if res is not None and res.is_error and harness_error(res.text):
+            return  # rejected, or refused by Claude Code (file not read yet): the file was never touched
         ops = self.files.setdefault(relative_path(clean(raw), self.t.cwd), {})
         if res is not None and res.is_error:
             ops["failed"] = ops.get("failed", 0) + 1
@@ -173,34 +198,59 @@ class Digest:
             offer = _last_offer(prior.text) if prior is not None else ""
             first = _sentences(u.text)[:1]
             if offer and first and _AGREE.match(first[0]) and not _UNSETTLED.search(first[0]):
-                self._decide(u.line, offer[0].upper() + offer[1:], "proposed by the assistant, agreed by the user")
+                self._decide(u.line, offer[0].upper() + offer[1:], "agreed")
             elif offer and first and _DECLINE.match(first[0]):
                 said = one_line(u.text, DECISION_CHARS // 2)
-                self._decide(u.line, f"Not to {offer[0].lower() + offer[1:]}: “{said}”", "the user declined")
+                self._decide(u.line, f"{offer[0].upper() + offer[1:]} — “{said}”", "declined")
                 continue
             for sentence in _sentences(u.text):
                 if (_RULE.match(sentence) or _RULE_ANYWHERE.search(sentence)) and not _UNSETTLED.search(sentence):
-                    self._decide(u.line, sentence, "user")
+                    self._decide(u.line, sentence, "stated")
 
-    def _decide(self, line: int, statement: str, who: str) -> None:
+    def _decide(self, line: int, statement: str, how: str) -> None:
         s = one_line(statement, DECISION_CHARS)
-        if len(s) >= 12 and all(s != d for _, d, _ in self.decisions):
-            self.decisions.append((line, s, who))
+        if len(s) >= 12 and all(s != d.statement for d in self.decisions):
+            self.decisions.append(Decision(line, s, how))
 
     def _todos(self, uses: list[tuple[Message, ToolUse, ToolResult | None]]) -> None:
-        lists = [(m, u) for m, u, _ in uses if u.name == "TodoWrite" and isinstance(u.input.get("todos"), list)]
-        main = [x for x in lists if not x[0].is_sidechain] or lists
-        if not main:
-            return
-        for todo in main[-1][1].input["todos"]:
-            if not isinstance(todo, dict):
-                continue
-            what = next((todo[k] for k in ("content", "subject", "activeForm") if isinstance(todo.get(k), str)), "")
-            status = str(todo.get("status") or "pending")
-            if not what.strip() or status in ("completed", "cancelled", "canceled", "deleted"):
+        """The unfinished items of the last TodoWrite list and of the task list (TaskCreate / TaskUpdate)."""
+        main = [(m, u, r) for m, u, r in uses if not m.is_sidechain]
+        lists = [u for _, u, _ in uses if u.name == "TodoWrite" and isinstance(u.input.get("todos"), list)]
+        lists = [u for _, u, _ in main if u in lists] or lists  # a subagent's list only when the session kept none
+        items: list[tuple[str, str]] = []  # (what, status)
+        for todo in lists[-1].input["todos"] if lists else []:
+            if isinstance(todo, dict):
+                what = next((todo[k] for k in ("content", "subject", "activeForm") if isinstance(todo.get(k), str)), "")
+                items.append((what, str(todo.get("status") or "pending")))
+        items.extend(_tasks(main).values())
+        for what, status in items:
+            if not what.strip() or status in _DONE:
                 continue
             note = "" if status == "pending" else f" ({status.replace('_', ' ')})"
             self.todos.append(f"[ ] {one_line(clean(what), TODO_CHARS)}{note}")
+
+
+_DONE = frozenset({"completed", "cancelled", "canceled", "deleted"})
+_TASK_CREATED = re.compile(r"Task #(\w+) created")
+
+
+def _tasks(uses: list[tuple[Message, ToolUse, ToolResult | None]]) -> dict[str, tuple[str, str]]:
+    """Claude Code's task list as the session left it: task id -> (subject, status)."""
+    tasks: dict[str, tuple[str, str]] = {}
+    for _, use, res in uses:
+        if use.name == "TaskCreate" and isinstance(use.input.get("subject"), str) and res is not None:
+            task = res.data.get("task") if isinstance(res.data, dict) else None
+            created = _TASK_CREATED.search(res.text)
+            tid = str(task["id"]) if isinstance(task, dict) and "id" in task else created.group(1) if created else ""
+            if tid:
+                tasks[tid] = (use.input["subject"], "pending")
+        elif use.name == "TaskUpdate" and str(use.input.get("taskId")) in tasks:
+            tid = str(use.input["taskId"])
+            subject, status = tasks[tid]
+            subject = use.input["subject"] if isinstance(use.input.get("subject"), str) else subject
+            status = use.input["status"] if isinstance(use.input.get("status"), str) else status
+            tasks[tid] = (subject, status)
+    return tasks
 
 
 def _sentences(text: str) -> list[str]:
@@ -222,8 +272,8 @@ def _last_offer(reply: str) -> str:
     return ""
 
 
-def _goal(full: Transcript | None, ev: SessionEvents) -> str:
-    """The first thing the person asked with free text; else the first slash command with its arguments."""
+def _goal(full: Transcript | None, ev: SessionEvents) -> UserMessage | None:
+    """The first thing the person asked with free text, else their first slash command; None when nothing."""
     users = session_events(full).user_messages if full is not None else ev.user_messages
-    free = next((u.text for u in users if not u.command or u.text.strip() != u.command), None)
-    return free or (users[0].text if users else "")
+    free = next((u for u in users if not u.command or u.text.strip() != u.command), None)
+    return free or (users[0] if users else None)

@@ -176,6 +176,16 @@ _GIT_READ = frozenset(
 )
 
 
+_GH_READ = frozenset("view list diff status checks".split())
+
+
+def _gh_reads(words: list[str]) -> bool:
+    """`gh pr view`, `gh run list`, a plain `gh api` GET: the GitHub CLI only reading."""
+    if len(words) > 1 and words[1] == "api":
+        return not any(w in ("-f", "-F", "--field", "--raw-field", "-X", "--method", "--input") for w in words)
+    return len(words) > 2 and words[2] in _GH_READ
+
+
 def changes_things(command: str) -> bool:
     """False for a command that only looks around (ls, cat, git status …), which is no fix."""
     unquoted = re.sub(r"'[^']*'|\"(?:\\.|[^\"\\])*\"", "''", command)  # a `|` inside quotes splits nothing
@@ -192,6 +202,8 @@ def changes_things(command: str) -> bool:
             and len(words) > 1
             and (words[1] in _GIT_READ or words[1:3] in (["worktree", "list"], ["stash", "list"]))
         ):
+            continue
+        if words[0] == "gh" and _gh_reads(words):
             continue
         if words[0] not in _READ_ONLY:
             return True

@@ -1,7 +1,7 @@
 """The shapes a parsed Claude Code transcript takes: tool calls, tool results, messages and the transcript.
 
-Plain data, no parsing: `transcript_parser.py` builds these from JSONL records, and `transcripts.py` is the
-entry point the rest of the project imports them from. `Message.line` / `Message.end_line` are 1-based
+Plain data, no parsing: `parser.py` builds these from JSONL records, and `reader.py` is the entry point
+the rest of the project imports them from. `Message.line` / `Message.end_line` are 1-based
 JSONL line numbers.
 """
 

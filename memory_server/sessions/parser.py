@@ -17,7 +17,7 @@ has drifted across versions, so this parser takes what it recognises and counts 
 
 Positions are stable: `Message.line` / `Message.end_line` are 1-based JSONL line numbers, counted by "\\n"
 only (a JSON string may hold U+2028 or a lone "\\r", which str.splitlines would wrongly count as breaks).
-Nothing here raises: reading the file, the one step that can fail, is `transcripts.read_transcript_bytes`.
+Nothing here raises: reading the file, the one step that can fail, is `reader.read_transcript_bytes`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class _Parser:
 
     def record(self, rec: dict[str, Any], n: int) -> None:
         t = self.t
-        rtype = rec.get("type") if isinstance(rec.get("type"), str) else ""
+        rtype = _str(rec.get("type"))
         t.record_types[rtype or "<none>"] += 1
         self._facts(rec, rtype)
         if n < t.first_line:
@@ -177,13 +177,13 @@ class _Parser:
             msgs.append(m)
 
     def _system(self, rec: dict[str, Any], n: int, stamp: dt.datetime | None) -> Message:
-        text = rec.get("content") if isinstance(rec.get("content"), str) else ""
+        text = _str(rec.get("content"))
         err = rec.get("error")
         if not text and isinstance(err, dict):
             text = next((err[k] for k in ("message", "formatted") if isinstance(err.get(k), str)), "")
         elif not text and isinstance(err, str):
             text = err
-        subtype = rec.get("subtype") if isinstance(rec.get("subtype"), str) else ""
+        subtype = _str(rec.get("subtype"))
         m = Message(n, n, "system", stamp, text=text, subtype=subtype)
         self._flags(m, rec)
         return m
@@ -234,8 +234,9 @@ class _Parser:
         m.agent_id = rec["agentId"] if isinstance(rec.get("agentId"), str) else ""
 
     def _tool_use(self, block: dict[str, Any], n: int, i: int) -> ToolUse:
-        name = block.get("name") if isinstance(block.get("name"), str) else "?"
-        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+        name = _str(block.get("name")) or "?"
+        given = block.get("input")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
         tid = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else ""
         if not tid:
             tid = f"line{n}-{i}"
@@ -251,7 +252,7 @@ class _Parser:
         if not text and isinstance(data, dict):
             text = "\n".join(s for s in (data.get("stdout"), data.get("stderr")) if isinstance(s, str) and s)
         is_error = block.get("is_error") is True or (isinstance(data, dict) and data.get("is_error") is True)
-        tid = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else ""
+        tid = _str(block.get("tool_use_id"))
         if not tid or tid not in self.known_ids:
             source = rec.get("sourceToolUseID")
             if isinstance(source, str) and source in self.known_ids:
@@ -262,6 +263,11 @@ class _Parser:
         if tid and tid not in self.t.results:
             self.t.results[tid] = result
         return result
+
+
+def _str(value: Any) -> str:
+    """A record's field when it is a string, else "" (old or foreign records may hold anything)."""
+    return value if isinstance(value, str) else ""
 
 
 def _result_text(content: Any) -> str:

@@ -2,8 +2,8 @@
 
 The entry point for transcripts: read a file (`parse_transcript`), list its searchable messages
 (`transcript_messages`, `messages_between`) and tell what the person typed (`request_text`). The data
-shapes live in `transcript_model.py` and the record-by-record parsing, with what it tolerates, in
-`transcript_parser.py`; both are re-exported here, so import them from this module.
+shapes live in `model.py` and the record-by-record parsing, with what it tolerates, in `parser.py`;
+both are re-exported here, so import them from this module.
 
 Positions are stable: `Message.line` / `Message.end_line` are 1-based JSONL line numbers, counted by "\\n"
 only. Only `TranscriptError` is raised, and only when the file cannot be opened.
@@ -103,8 +103,8 @@ def request_text(m: Message) -> tuple[str, bool] | None:
     Skipped: tool results, sidechain prompts, meta and compact-summary records, notifications, local slash
     commands and their output, "Caveat: …" preambles, interruption markers. IDE context blocks
     (`<ide_opened_file>`, `<ide_selection>`, …) and system reminders are cut out of the text. A prompt
-    slash command becomes "/name args"; has_free_text is False when it has no args (such as a bare /init). The text is raw:
-    redact it before storing it.
+    slash command becomes "/name args"; has_free_text is False when it has no args (such as a bare
+    /init). The text is raw: redact it before storing it.
     """
     if m.role != "user" or m.is_sidechain or m.is_meta or m.is_compact_summary or not m.text.strip():
         return None

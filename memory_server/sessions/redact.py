@@ -32,11 +32,11 @@ from typing import Any
 from memory_server.sessions.secret_formats import (
     ASSIGNMENT,
     ASSIGNMENT_NEEDLES,
-    SECRET_NAME_RE,
     COMMAND_PATTERNS,
     KEYED_NAME,
     PROSE_SECRET,
     REDACTED,
+    SECRET_NAME_RE,
     TOKEN_PATTERN,
     is_ordinary_value,
     is_placeholder,
@@ -262,12 +262,14 @@ class SessionRedactor:
 
     def _walk(self, value: Any, key: str | None, *, skip_text_blocks: bool = False) -> Any:
         if isinstance(value, str):
-            if key is not None and KEYED_NAME.search(key) and value and not is_ordinary_value(key, "=", '"', value, "", 0):
+            keyed = key is not None and KEYED_NAME.search(key)
+            if keyed and value and not is_ordinary_value(key or "", "=", '"', value, "", 0):
                 return REDACTED
             return self.text(value, carries=False)
         if isinstance(value, list):
             for i, item in enumerate(value):
-                if skip_text_blocks and (isinstance(item, str) or (isinstance(item, dict) and item.get("type") == "text")):
+                is_text = isinstance(item, str) or (isinstance(item, dict) and item.get("type") == "text")
+                if skip_text_blocks and is_text:
                     continue  # message text, cleaned already
                 value[i] = self._walk(item, key)
             return value

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from memory_server.errors import NotFoundError, PathRefusedError
 from memory_server.files.root import MemoryRoot
@@ -42,7 +43,7 @@ def confine(path: Path, settings: Settings) -> Path:
             return real
     raise PathRefusedError(
         f"transcript {real} is outside the transcript folder ({', '.join(map(str, allowed_dirs(settings)))}); "
-        "set transcripts.dir in memory.yaml to the project's transcript folder"
+        "set transcripts.dir in your user config (~/.config/memory-server/config.yaml) or MEMORY_TRANSCRIPTS_DIR"
     )
 
 
@@ -92,18 +93,36 @@ def transcript_chunks(virtual: str, source: Path) -> tuple[list[Chunk], str, str
             continue
         digest = hashlib.sha1(f"{virtual}\0{m.line}\0{m.end_line}\0{text}".encode("utf-8", "surrogatepass"))
         when = m.timestamp.date().isoformat() if m.timestamp else date
-        chunks.append(Chunk(digest.hexdigest()[:20], virtual, "transcript", m.line, m.end_line, title, m.role, when, text))
+        chunks.append(
+            Chunk(digest.hexdigest()[:20], virtual, "transcript", m.line, m.end_line, title, m.role, when, text)
+        )
     return chunks, title, date
+
+
+# The last transcript read_memory parsed: a reader pages through one transcript window by window, and each
+# window needs the whole file parsed (a <private> span opened early hides text later on).
+_LAST_PARSED: dict[tuple[str, int, int], list[Any]] = {}
+
+
+def _messages(source: Path) -> list[Any]:
+    from memory_server.sessions.reader import parse_transcript
+
+    st = source.stat()
+    key = (str(source), st.st_size, st.st_mtime_ns)
+    messages = _LAST_PARSED.get(key)
+    if messages is None:
+        messages = parse_transcript(source).messages
+        _LAST_PARSED.clear()
+        _LAST_PARSED[key] = messages
+    return messages
 
 
 def read_transcript(source: Path, start_line: int | None, end_line: int | None) -> list[str]:
     """The messages overlapping JSONL lines start..end, one block per message, for read_memory."""
-    from memory_server.sessions.reader import messages_between
-
     start = start_line or 1
     end = end_line or 10**9
     lines: list[str] = []
-    for m in messages_between(source, start, end):
+    for m in [m for m in _messages(source) if m.end_line >= start and m.line <= end]:
         stamp = m.timestamp.isoformat() if m.timestamp else ""
         lines.append(f"[lines {m.line}-{m.end_line}] {m.role} {stamp}".rstrip())
         lines.extend(m.search_text.splitlines() or [""])
