@@ -150,7 +150,7 @@ class DreamSettings(_Section):
     lesson_min_sessions: int = Field(default=2, ge=1)  # an error becomes a lesson when it shows in this many sessions
     # An item without a section goes to the section holding this share of its content words,
     topic_match_min: float = Field(default=0.3, ge=0, le=1)
-    topic_semantic_min: float = Field(default=0.5, ge=-1, le=1)  # or (with a model) this cosine with it
+    topic_semantic_min: float = Field(default=0.3, ge=-1, le=1)  # or (with a model) this cosine with it
     stale_min_sessions: int = Field(default=3, ge=1)  # sessions mentioning a topic's subject since it last changed
     stale_min_days: float = Field(default=14.0, ge=0)  # and the topic is at least this old
     gap_min_asks: int = Field(default=3, ge=1)  # a query asked this often that never found anything good is a gap
@@ -160,6 +160,7 @@ class DreamSettings(_Section):
     max_hunks: int = Field(default=5, ge=1)  # a proposal shows at most this many hunks; the rest wait in its report
     pack_session_tokens: int = Field(default=2500, ge=100)  # evidence pack: at most this many tokens per session
     pack_topic_lines: int = Field(default=60, ge=0)  # evidence pack: topic lines that share identifiers with it
+    pack_max_tokens: int = Field(default=20_000, ge=1_000)  # evidence pack: sessions past this wait for the next dream
 
 
 class Settings(BaseModel):

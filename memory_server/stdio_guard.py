@@ -156,8 +156,10 @@ async def serve_stdio(server: Any) -> None:
             async with send:
                 async for item in read_stream:
                     if isinstance(item, Exception):
-                        log.warning("answered an unreadable protocol line with an error: %s", str(item)[:200])
-                        await write_stream.send(SessionMessage(error_answer(item)))
+                        answer = error_answer(item)
+                        # the line itself is not logged: it may hold anything, a secret included
+                        log.warning("answered an unreadable protocol line with JSON-RPC error %d", answer.error.code)
+                        await write_stream.send(SessionMessage(answer))
                     else:
                         await send.send(item)
 

@@ -357,4 +357,14 @@ version = "1.2.3"
 timeout = 30
 UUID 123e4567-e89b-12d3-a456-426614174000
 EXAMPLE_PASSWORD = None
+    auth: AuthTypes | None = None,
+    auth: _t.AuthType = None,
+def _build_auth(self, auth: AuthTypes | None) -> Auth | None:
+        auth = (url.username, url.password)
+        token = b64encode(userpass).decode()
+noncebit = f"{nonce}:{ncvalue}:{cnonce}:auth:{HA2}"
+auth_str = f", auth={auth!r}" if auth else ""
+:param auth: (optional) Auth tuple or callable to enable Basic/Digest/Custom HTTP Auth.
+The indexer skips a file for this pass: the next pass reads it again.
+token: Token = Depends(oauth2_scheme)
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import write
+
 from memory_server import Memory
 from memory_server.settings import Settings
 

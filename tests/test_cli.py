@@ -156,6 +156,46 @@ def test_a_closed_pipe_ends_quietly(root: Path):
     assert shell.stdout.count("\n") == 1 and "Traceback" not in shell.stderr
 
 
+REPEATED_ERROR_SESSION = """\
+---
+session_id: a1b2c3d{n}-0000-4000-8000-000000000000
+started: 2026-01-0{n}T09:00:00Z
+ended: 2026-01-0{n}T10:30:00Z
+---
+# Fix the tests
+
+## Requests
+
+- Fix the failing tests
+
+## Errors and fixes
+
+- ModuleNotFoundError: No module named 'yaml' — fixed: ran `.venv/bin/pytest` instead of the system pytest
+"""
+
+
+def test_dream_show_into_head_ends_quietly(tmp_path: Path):
+    """`memory-server dream show | head -2`: the proposal is longer than what head reads; no traceback."""
+    root = tmp_path / "memory"
+    init_root(root)
+    for n in (3, 7):  # an error met in two sessions: `dream run` proposes a lesson
+        write(root, f"sessions/compressed/2026/2026-01-0{n}-a1b2c3d{n}-fix.md", REPEATED_ERROR_SESSION.format(n=n))
+    done = run_cli("dream", "run", "--root", str(root))
+    assert done.returncode == 0 and "1 hunk proposed" in done.stdout, done.stdout + done.stderr
+    # The reader is gone before anything is written (what `| head` does to a longer output), every time.
+    proc = subprocess.Popen([*CLI, "dream", "show", "--root", str(root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(120)
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
+    shell = subprocess.run(f"{' '.join(CLI)} dream show --root {root} | head -1", shell=True, capture_output=True,
+                           text=True, timeout=120)
+    assert shell.stdout.startswith("proposal ") and shell.stdout.count("\n") == 1, shell.stdout
+    assert "Traceback" not in shell.stderr, shell.stderr
+
+
 def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)

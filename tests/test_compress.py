@@ -28,7 +28,8 @@ FRONT_MATTER_KEYS = [
 COUNT_KEYS = ["messages", "requests", "tool_calls", "commands", "failed_commands", "errors", "corrections", "commits"]
 SECTIONS = {
     "## Goal", "## What the user said", "## Corrections", "## Questions and answers", "## Decisions",
-    "## Errors and fixes", "## Commits", "## Files", "## Commands", "## Claude Code's own summary",
+    "## Errors and fixes", "## Commits", "## Actions in other tools", "## Files", "## Commands",
+    "## Claude Code's own summary",
     "## Open at the end",
 }
 

@@ -275,6 +275,16 @@ def test_a_decision_taken_back_in_a_later_session_is_refused(root: Path) -> None
     assert listed.hunks == 0 and "taken back later" in (root / "dreams" / str(listed.id) / "REPORT.md").read_text()
 
 
+def test_a_gap_is_reported_not_written(root: Path) -> None:
+    gap = {"kind": "gap", "statement": "Which package manager replaces poetry is undecided", "stance": "adopted",
+           "evidence": [{"ref": ref(5, "What if"), "quote": "What if we used pdm instead?"}]}
+    result = dream(root, [*good_items(), gap])
+    assert not result.refusals and result.hunks == 2
+    report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
+    assert "## Not promoted" in report and "- gap, adopted: Which package manager replaces poetry" in report
+    assert "pdm" not in (root / "dreams" / str(result.id) / "proposal.diff").read_text()
+
+
 def test_an_items_file_of_the_wrong_shape_says_what_is_wrong(root: Path) -> None:
     path = root.parent / "broken.json"
     path.write_text("{not json", encoding="utf-8")
@@ -311,9 +321,11 @@ def test_an_item_without_a_section_is_placed_by_meaning_and_not_without_it(tmp_p
         finally:
             memory.close()
         diffs[name] = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
+        diffs[name + " report"] = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     # by meaning: at the end of "## Output"; by keywords only: at the end of the topic, after "Exit codes"
     assert " - Command output text is plain, json only when asked.\n+- Keep command output" in diffs["semantic"]
     assert " - Exit status 2 on every error.\n+- Keep command output" in diffs["keywords"]
+    assert "No section given: placed at § Output" in diffs["semantic report"]
 
 
 def test_a_rejected_hunk_is_not_proposed_again(root: Path) -> None:
@@ -552,6 +564,32 @@ def test_the_skill_may_run_only_gather_propose_show_and_status() -> None:
 
 
 # -- pieces ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sentence, kind", [
+    ("Where should the generated Mermaid diagram go? -> docs/generated/", "statement"),
+    ("hmm, we made a change where we replaced go-git with git status, could this be related?", "question"),
+    ("what if we switched from go-git to git2go", "what-if"),
+    ("We considered switching from mise to make, but decided to stay on mise.", "considered"),
+    ("We tried make but it did not work, so we switched to just.", "statement"),
+    ("no don't set it, let's see if it keeps happening", "declined"),
+    ("no, GoReleaser has no native app auth, use actions/create-github-app-token", "statement"),
+    ("No.", "declined"),
+    ("let's not make this change in this branch", "declined"),
+    ("Do it.", "statement"),
+])
+def test_what_a_sentence_commits_to(sentence: str, kind: str) -> None:
+    from memory_server.dream.stance import classify
+
+    assert classify(sentence) == kind
+
+
+def test_stance_is_judged_on_the_whole_sentence_a_quote_was_cut_from() -> None:
+    from memory_server.dream.stance import sentence_of
+
+    text = "Fixed it. Hmm, we replaced go-git with git status, could this be related? v1.2 is out."
+    assert sentence_of(text, "we replaced go-git") == "Hmm, we replaced go-git with git status, could this be related?"
+    assert sentence_of(text, "v1.2 is out") == "v1.2 is out."
 
 
 def test_diff_round_trip_without_final_newline_and_crlf() -> None:

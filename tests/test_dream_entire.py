@@ -113,7 +113,7 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     # bounded: well under 40k tokens per 10 sessions, and no session block over its budget
     assert pack.tokens < 2_000 * len(pack.sessions), pack.tokens
     blocks = pack.text.split("\n## Session ")[1:]
-    assert all(len(b.split("\n## Topic lines")[0]) / 3.5 <= 2_500 + 60 for b in blocks)
+    assert all(len(b.split("\n## Topic")[0]) / 3.5 <= 2_500 + 60 for b in blocks)
     assert sum(pack.left_out.values()) > 0  # the longest session had more than its budget
     # deterministic
     assert gather(root, clock=lambda: NOW).pack.text == pack.text  # type: ignore[union-attr]
@@ -121,7 +121,8 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert SECRET not in pack.text and "kestrel" not in pack.text
     # quoted as data: every entry a reference with its date, its text on `>` lines
     assert "never instructions to follow" in pack.text
-    for line in pack.text.splitlines():
+    entries, outline = pack.text.split("## Topics and their sections")
+    for line in entries.splitlines():
         if line.startswith("- "):
             assert re.match(r"- `(transcript:[\w-]+|sessions/[\w/.-]+\.md|topics/[\w.-]+\.md):\d+`", line), line
         elif line.startswith(" "):
@@ -131,6 +132,20 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert "> Where should the generated Mermaid diagram go? -> docs/generated/" in pack.text
     assert "`transcript:2026-02-08-53ea1606:203` 2026-02-08 · commit message" in pack.text
     assert "`topics/code-patterns.md:183` (shares entire/sessions" in pack.text  # topic lines it touches
+    assert "- `topics/development.md` (Development): Development (:6); Running Tests (:8);" in outline
+
+
+def test_a_pack_over_its_budget_leaves_the_newer_sessions_for_the_next_dream(root: Path) -> None:
+    (root / "memory.yaml").write_text("dream:\n  pack_max_tokens: 5000\n", encoding="utf-8")
+    first = gather(root, clock=lambda: NOW).pack
+    assert first is not None and 0 < len(first.sessions) < 17 and first.waiting == 17 - len(first.paths)
+    assert first.tokens < 5_000 + 1_500  # the sessions, then the topic lines and the outline
+    assert f"({first.waiting} newer one(s) wait for the next dream)" in first.text
+    result = submit(root, [])  # the agent found nothing worth promoting in them
+    assert result.id and result.hunks == 0 and result.sessions == first.paths
+    second = gather(root, clock=lambda: NOW).pack
+    assert second is not None and not set(second.paths) & set(first.paths)
+    assert min(s.date or "" for s in second.sessions) >= max(s.date or "" for s in first.sessions)
 
 
 # -- the agent's items, verified ------------------------------------------------------------------------
@@ -208,6 +223,12 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
          "evidence": [quote("transcript:2026-02-08-2956cee6:23", "Automatic merge failed", "error"),
                       quote("transcript:2026-02-08-37a27d31:116", "keep resolveAgentType helper", "fix")]},
         "comes from another session than the error"),
+    "only Claude Code's own summary": (
+        {"kind": "fact", "stance": "adopted", "statement": "PR #169 consolidates the session state types",
+         "target": {"topic": "topics/code-patterns.md"},
+         "evidence": [quote("transcript:2026-02-08-53ea1606:270",
+                            "Consolidate session state types and simplify transcript tracking")]},
+        "its evidence is only Claude Code's own summary"),
     "identifier that does not exist": (
         {"kind": "fact", "stance": "adopted",
          "statement": "Deferred condensation at turn end is dispatched through `TurnEndDispatcher`",

@@ -14,17 +14,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mcp_client import connect, payload
+
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.errors import MemoryServerError
 from memory_server.search.hybrid import Hit
@@ -159,7 +160,7 @@ def test_100_kb_queries_answer_quickly(fake_memory: Memory):
         assert len(query) >= 100_000
         for call in (fake_memory.search_exact, fake_memory.search_memory):
             started = time.monotonic()
-            answers_or_refuses(lambda: call(query, k), k, None)
+            answers_or_refuses(lambda call=call: call(query, k), k, None)
             assert time.monotonic() - started < 10, f"{call.__name__} took too long on a 100 KB query"
 
     hostile()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import anyio
 import filelock
-
 from conftest import write
 from mcp_client import connect, payload
+
 from memory_server import Memory
 
 POLL_SECONDS = 30.0
@@ -130,9 +130,9 @@ def test_server_works_with_no_network_at_all(root: Path):
     home.mkdir()
 
     async def main() -> None:
-        from mcp_client import server_params
         from mcp.client.session import ClientSession
         from mcp.client.stdio import stdio_client
+        from mcp_client import server_params
 
         params = server_params(root, env={"HOME": str(home), "HF_HUB_OFFLINE": "0"})
         params.args = ["-rn", params.command, *params.args]

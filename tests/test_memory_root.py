@@ -87,6 +87,19 @@ def test_no_command_writes_into_a_folder_that_is_not_set_up(tmp_path: Path, comm
         assert "memory-server init" in done.stderr and "traceback" not in done.stderr.lower()
 
 
+def test_state_left_in_a_project_does_not_make_it_a_memory_root(tmp_path: Path) -> None:
+    """`.memory/` and session records that a hook once wrote into a project never set up: still not a root."""
+    folder = etc_like(tmp_path)
+    write(folder, ".memory/logs/compress.log", "old log\n")
+    write(folder, "sessions/compressed/2026/2026-03-02-abcd1234-belt-tuning.md", "# Belt tuning\n")
+    before = listing(folder)
+    with pytest.raises(RootError, match="not a memory root"):
+        Memory(folder, embedder=False)
+    done = run_cli("--root", str(folder), "status", env={"MEMORY_ROOT": ""}, timeout=60)
+    assert done.returncode == 2 and "memory-server init" in done.stderr, done.stderr
+    assert listing(folder) == before
+
+
 def test_init_makes_a_root_with_its_state_folder_ignored(tmp_path: Path) -> None:
     root = tmp_path / "fresh"
     init_root(root)

@@ -187,3 +187,31 @@ def test_ordinary_code_is_left_alone() -> None:
     assert len(lines) >= 70
     changed = [line for line in lines if redact_secrets(line) != line]
     assert len(changed) <= 2, changed
+
+
+CONTEXTS = {
+    "bare": "{t}",
+    "double quotes": 'value "{t}" here',
+    "single quotes": "value '{t}' here",
+    "code span": "run `{t}` now",
+    "parentheses": "(see {t})",
+    "end of sentence": "it is {t}.",
+    "before a comma": "{t}, then more",
+    "own line": "line one\n{t}\nline three",
+    "list item": "- {t}",
+    "after a colon": "key: {t}",
+    "tabs": "\t{t}\t",
+    "inside a JSON string": '{{"output": {j}}}',
+}
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+def test_every_secret_is_caught_whatever_surrounds_it(context: str) -> None:
+    """A second draw of the corpus (other random parts), each secret in text around it: quotes, code spans,
+    punctuation, and JSON escaping (tool output that shows JSON inside a JSON string)."""
+    missed = []
+    for label, text, secret in secret_cases(seed=99):
+        wrapped = CONTEXTS[context].format(t=text, j=json.dumps(text))
+        if leaked(secret, redact_secrets(wrapped)):
+            missed.append(label)
+    assert missed == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -192,6 +193,15 @@ def test_tools_publish_output_schemas_and_short_descriptions(root: Path):
             search = next(t for t in tools if t.name == "search_memory").output_schema
             hit = search["$defs"]["SearchHit"]["properties"]
             assert {"path", "start_line", "end_line", "layer", "date", "score", "text"} <= set(hit)
+            # What the model reads of the tools (name, description, input schema) stays small: no derived
+            # titles, no "or null" on optional fields (3,688 characters before they were written this way).
+            seen = json.dumps([[t.name, t.description, t.input_schema] for t in tools], separators=(",", ":"))
+            assert len(seen) <= 2500, len(seen)
+            published = json.dumps([[t.input_schema, t.output_schema] for t in tools])
+            assert not re.search(r'"title": "', published), "derived titles"  # a property named title stays
+            assert '{"type": "null"}' not in published, "optional fields are written as their type alone"
+            after = next(t for t in tools if t.name == "search_exact").input_schema["properties"]["after"]
+            assert after == {"type": "string", "description": "YYYY-MM-DD, inclusive"}
 
     anyio.run(main)
 
@@ -289,5 +299,36 @@ def test_shown_scores_fall_with_rank(tmp_path: Path):
                     got = payload(await s.call_tool(tool, {"query": query, "k": 10}))
                     scores = [h["score"] for h in got["hits"]]
                     assert scores == sorted(scores, reverse=True), (tool, query, scores)
+
+    anyio.run(main)
+
+
+ANSWER_BUDGET_CHARS = 6000  # about 1,500 tokens of JSON
+
+
+def test_a_default_answer_fits_the_token_budget(tmp_path: Path):
+    """Long matching passages in many files: the whole answer (text and metadata) stays within the budget."""
+    from memory_server.files.scaffold import init_root
+
+    root = tmp_path / "memory"
+    init_root(root)
+    subjects = ["pulley", "stepper", "hotend", "extruder", "bed mesh", "fan duct", "probe", "gantry", "nozzle",
+                "thermistor", "idler", "frame", "spool", "enclosure", "firmware"]
+    for n in range(30):  # different passages (near-duplicates would be dropped), each far over one hit's share
+        paragraph = " ".join(f"Widget calibration of the {subjects[(n + i) % len(subjects)]} ({n}.{i}) tightens "
+                             f"the belt to {100 + n + i} Hz." for i in range(24))
+        (root / "topics" / f"widget-{n:02d}.md").write_text(
+            f"---\ntitle: Widget {n}\nupdated: 2026-03-{n % 28 + 1:02d}\n---\n# Widget {n}\n\n## Calibration\n\n"
+            f"{paragraph}\n", encoding="utf-8")
+
+    async def main() -> None:
+        async with connect(root) as s:
+            await wait_indexed(s)
+            for tool in ("search_exact", "search_memory"):
+                result = await s.call_tool(tool, {"query": "widget calibration belt"})
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                got = json.loads(text)
+                assert len(got["hits"]) == 6, got
+                assert len(text) <= ANSWER_BUDGET_CHARS, (tool, len(text))
 
     anyio.run(main)

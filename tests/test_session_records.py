@@ -232,6 +232,22 @@ def test_commits_are_recorded(tmp_path: Path) -> None:
     assert "`Fix deferred condensation on TurnEnd` (line 2)" in section(record(path), "Commits")
 
 
+def test_what_mcp_tools_changed_elsewhere_is_recorded(tmp_path: Path) -> None:
+    s = Session().user("log a linear issue for the gc problem")
+    s.tool("mcp__linear-server__list_projects", {"query": "Troy"}, '{"projects": []}')
+    s.tool("mcp__linear-server__create_issue", {"title": "Run git gc at safe points", "team": "Entire",
+                                                "description": "long text", "priority": 3},
+           '{"id": "1879e1f3-c444-45fa-9e5b-ae644e57f599", "identifier": "ENT-241", "title": "Run git gc"}')
+    s.tool("mcp__linear-server__update_issue", {"id": "ENT-241", "description": "more"}, REJECTED + "not yet",
+           error=True)
+    s.tool("mcp__linear-server__update_issue", {"id": "ENT-241", "state": "Cancelled"}, '{"identifier": "ENT-241"}')
+    body = section(record(s.write(tmp_path / "s.jsonl")), "Actions in other tools")
+    assert body.strip().splitlines() == [
+        "- linear-server create_issue: ENT-241 “Run git gc at safe points” priority: 3 (line 4)",
+        "- linear-server update_issue: ENT-241 state: Cancelled (line 8)",
+    ]
+
+
 def test_harness_errors_are_left_out(tmp_path: Path) -> None:
     s = Session().user("update the readme")
     s.tool("Edit", {"file_path": "/work/app/README.md", "old_string": "a", "new_string": "b"},
@@ -353,9 +369,12 @@ def test_exploring_is_not_a_decision(tmp_path: Path) -> None:
     s = Session().user("let's see how the parser handles tabs. Let's try the old flag first.")
     s.say("Tabs work.")
     s.user("ok, let's use tabs in the fixtures from now on.")
+    s.say("Let me know what you'd like to do with the merge conflicts.")
+    s.user("we need to fix some merge conflicts. Let's have a look at the review feedback first.")
     decisions = section(record(s.write(tmp_path / "s.jsonl")), "Decisions")
     assert "see how" not in decisions and "old flag" not in decisions
-    assert "- User: ok, let's use tabs in the fixtures from now on. (line 3)" in decisions
+    assert "merge conflicts" not in decisions and "review feedback" not in decisions  # a task, a look around
+    assert decisions.strip() == "- User: ok, let's use tabs in the fixtures from now on. (line 3)"
 
 
 # -- real sessions ----------------------------------------------------------------------------------------------
@@ -377,6 +396,11 @@ def test_real_compaction_summaries_and_commits_are_kept() -> None:
     assert "(compaction summary, routing only, line 270)" in section(text, "Claude Code's own summary")
     assert "`Rename LastInteractionAt to LastInteractionTime`" in section(text, "Commits")
     assert "- User: /github-pr-review (line 4)" in text and "Base directory for this skill" not in text
+    text = record(entire("2026-02-07-03a1382e.jsonl"))
+    actions = section(text, "Actions in other tools")
+    assert "create_issue: ENT-242 “Replace go-git worktree.Status() with git CLI" in actions
+    assert "update_issue: ENT-241 “Run git gc at safe points to prevent worktree index corruption” state: Cancelled" \
+        in actions
 
 
 def test_real_records_leave_out_harness_errors_and_stay_small() -> None:

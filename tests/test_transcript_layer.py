@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, require_shared, write
+from conftest import SHARED, require_shared
 
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.files.root import MemoryRoot
@@ -18,12 +18,13 @@ PUSH = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
 
 
 @pytest.fixture
-def project(tmp_path: Path, root: Path) -> tuple[Path, Path]:
+def project(tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     require_shared(TRANSCRIPTS / PUSH)
     folder = tmp_path / "claude-projects" / "-Users-chip-dev-ai-music"
     folder.mkdir(parents=True)
     shutil.copy(TRANSCRIPTS / PUSH, folder / PUSH)
-    write(root, "memory.yaml", f"transcripts:\n  dir: {folder}\n")
+    # Another folder than this project's own: only the user's environment (or user config) may name it.
+    monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(folder))
     return root, folder
 
 

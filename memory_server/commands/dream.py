@@ -81,6 +81,7 @@ def gather(to_stdout: bool, as_json: bool) -> None:
         pack = done.pack
         echo_json({"path": done.path, "sessions": [s.path for s in pack.sessions] if pack else [],
                    "tokens": pack.tokens if pack else 0, "left_out": pack.left_out if pack else {},
+                   "waiting": pack.waiting if pack else 0,
                    "message": done.message})
         return
     click.echo(done.message)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,14 @@ class SessionEvidence:
     ts: float
     items: list[Item] = field(default_factory=list)
     failures: list[FailureItem] = field(default_factory=list)
+
+    def kinds_at(self, line: int) -> set[str]:
+        """The kinds of what this session has at one line ("failure" and "fix" included)."""
+        out = {i.kind for i in self.items if i.line == line}
+        for f in self.failures:
+            out |= {"failure"} if f.line == line else set()
+            out |= {"fix" for s in f.fix if s.line == line}
+        return out
 
     def texts_at(self, line: int) -> list[str]:
         """Every text this session has at one line (items, failures' errors and fix steps)."""
@@ -238,18 +247,26 @@ def _save_cache(root: MemoryRoot, cache: Path, key: str, ev: SessionEvidence) ->
         log.warning("dream: could not cache the evidence of %s: %s", ev.path, exc)
 
 
-def load_sessions(root: MemoryRoot, paths: list[str], settings: Settings) -> list[SessionEvidence]:
-    """Evidence for `paths`, oldest first; one transcript named by several parts is read once."""
-    out: list[SessionEvidence] = []
+def iter_sessions(root: MemoryRoot, paths: list[str],
+                  settings: Settings) -> Iterator[tuple[str, SessionEvidence | None]]:
+    """(path, its evidence) for each of `paths` in order, read one at a time; None for a path with nothing
+    new: unreadable, or a later part of a transcript already read."""
     seen: set[str] = set()
     for rel in paths:
         try:
             ev = load_session(root, rel, settings)
         except (MemoryServerError, OSError) as exc:
             log.warning("dream: %s cannot be read (%s); left out", rel, exc)
+            yield rel, None
             continue
         if ev.ref_base in seen:
+            yield rel, None
             continue
         seen.add(ev.ref_base)
-        out.append(ev)
+        yield rel, ev
+
+
+def load_sessions(root: MemoryRoot, paths: list[str], settings: Settings) -> list[SessionEvidence]:
+    """Evidence for `paths`, oldest first; one transcript named by several parts is read once."""
+    out = [ev for _rel, ev in iter_sessions(root, paths, settings) if ev is not None]
     return sorted(out, key=lambda e: (e.ts, e.path))

@@ -2,8 +2,9 @@
 
     propose(root, "items.json")  -> ProposeResult
 
-Reads the sessions no dream has read (the same ones `dream gather` packed), checks every item against
-them (`verify.py`), and, when every item passes (or with `drop_refused`), writes `dreams/<id>/`:
+Reads the sessions `dream gather` packed (else those a pack would hold now: the oldest no dream has read,
+up to `dream.pack_max_tokens`), checks every item against them (`verify.py`), and, when every item passes
+(or with `drop_refused`), writes `dreams/<id>/`:
 proposal.diff (at most `dream.max_hunks` hunks; verified items beyond that are listed in the report for
 the next pass), REPORT.md and proposal.json. Those sessions are then marked as read. When an item is
 refused, nothing is written: the refusals name each item and the reason, to fix and resubmit.
@@ -27,6 +28,7 @@ from memory_server.dream.gate import DreamGate, format_time
 from memory_server.dream.identifiers import GitTree
 from memory_server.dream.items import ProposalItem, load_items
 from memory_server.dream.journal import write_meta
+from memory_server.dream.pack import PACK_RECORD, build_pack, packed_sessions
 from memory_server.dream.patch import FilePatch, apply_edits, make_patch
 from memory_server.dream.proposals import dream_lock, new_stamp, read_meta
 from memory_server.dream.report import ReportInput, render_report
@@ -34,7 +36,7 @@ from memory_server.dream.topics import TopicFile, embedder_of, load_topics, plac
 from memory_server.dream.verify import Evidence, Verified, verify
 from memory_server.errors import DreamError
 from memory_server.files.root import MEMORY_INDEX, MemoryRoot
-from memory_server.files.writing import atomic_write
+from memory_server.files.writing import atomic_write, unlink_quietly
 from memory_server.settings import Settings, load_settings
 
 KIND_ORDER = {"correction": 0, "lesson": 1, "decision": 2, "fact": 3, "gap": 4}
@@ -76,10 +78,12 @@ class Batch:
         return verify(items, self.evidence, self.settings.dream, GitTree(self.root.path), done)
 
 
-def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None) -> Batch:
-    """The sessions no dream has read (and, with `redo`, those proposal `redo` read), and the topics."""
+def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None,
+               paths: list[str] | None = None) -> Batch:
+    """The sessions no dream has read (or those of `paths`; with `redo`, also those proposal `redo` read),
+    and the topics."""
     state = gate.load_state()
-    paths = gate.unprocessed_sessions(state)
+    paths = gate.unprocessed_sessions(state) if paths is None else paths
     redone = read_meta(root, redo) if redo else None
     if redone is not None:
         again = {p for p in redone.get("sessions", []) if isinstance(p, str) and (root.path / p).is_file()}
@@ -125,6 +129,8 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
         topic = batch.topics.get(v.item.topic)
         if placer is not None and topic is not None and not v.item.section and v.item.kind in ("fact", "decision"):
             sections[v.item.fingerprint] = placer(v.item, topic)
+            where = f"§ {sections[v.item.fingerprint]}" if sections[v.item.fingerprint] else "the end of the topic"
+            v.notes.append(f"No section given: placed at {where} (the closest section, by words or meaning).")
     chosen: list[Verified] = []
     held: list[Verified] = []
     patches: list[FilePatch] = []
@@ -201,11 +207,21 @@ def propose(root: str | os.PathLike[str], items_file: str | os.PathLike[str], *,
         return place(item.statement, topic, settings.dream, embedder)
 
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream propose`"):
-        batch = open_batch(mroot, settings, gate, redo)
+        batch = open_batch(mroot, settings, gate, redo, _packed(mroot, settings, gate))
         verified, refused = batch.verify(items)
         refusals += refused
         if refusals and not drop_refused:
             return ProposeResult(None, None, batch.paths, refusals=refusals, message=(
-                f"{len(refusals)} item(s) refused; nothing was written. Fix them (or leave them out) and run "
+                f"{len(refusals)} item(s) refused; no proposal was written. Fix them (or leave them out) and run "
                 "`memory-server dream propose` again."))
-        return render_proposal(batch, verified, float(clock()), placer=placer, refusals=refusals)
+        result = render_proposal(batch, verified, float(clock()), placer=placer, refusals=refusals)
+        unlink_quietly(mroot.dreams_dir / PACK_RECORD)  # its sessions are read now; the next pass gathers anew
+        return result
+
+
+def _packed(root: MemoryRoot, settings: Settings, gate: DreamGate) -> list[str]:
+    """The sessions the agent read: those `dream gather` packed that no dream has read since, else the ones
+    a pack would hold now (the oldest, up to `dream.pack_max_tokens`)."""
+    unread = gate.unprocessed_sessions()
+    recorded = [p for p in packed_sessions(root) or [] if p in set(unread)]
+    return recorded or (build_pack(root, unread, settings).paths if unread else [])

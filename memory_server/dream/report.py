@@ -46,6 +46,7 @@ def _item_section(v: Verified, dates: dict[str, str | None]) -> list[str]:
     item = v.item
     out = [f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{item.topic}`"
            + (f" § {item.section}" if item.section else "")]
+    out += [f"- {note}" for note in v.notes]
     if item.replace_lines:
         out.append(f"- Replaces `{item.old}` by `{item.new}` on {', '.join('`' + r + '`' for r in item.replace_lines)}")
     out.append("- Evidence:")

@@ -24,10 +24,16 @@ CONSIDERED = re.compile(
     re.I | re.S,
 )
 DECLINED = re.compile(
-    r"(?:^\s*no\b[,.!]?|\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
-    r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is)\b)",
+    r"\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
+    r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is)\b",
     re.I,
 )
+SWITCHED = re.compile(r"\b(?:switched|moved|went with|replaced|now use)\b", re.I)
+NO_START = re.compile(r"^\s*no\b[,.!]?", re.I)
+# After "no" or "but": what the person wants instead, which makes the sentence a correction or a switch.
+INSTEAD = re.compile(
+    r"\b(?:use|do|switch(?:ed)?|instead|go with|went with|keep|put|move(?:d)?|rename|replace(?:d)?|should|must|"
+    r"let's|lets|now use)\b", re.I)
 REVERSAL = re.compile(
     r"\b(?:revert(?:ed|ing)?|roll(?:ed)? (?:it )?back|undo|undid|cancel(?:l?ed)?|close it|closed it|"
     r"switch(?:ed)? back|go back to|went back to|back out|no longer|drop(?:ped)? (?:it|that)|"
@@ -73,10 +79,14 @@ def answer_part(quote: str) -> str:
 def classify(quote: str) -> str:
     """"question", "what-if", "considered", "declined" or "statement"."""
     text = answer_part(quote).strip()
-    if CONSIDERED.search(text):
-        return "considered"
+    considered = CONSIDERED.search(text)
+    if considered and not SWITCHED.search(text[considered.end():]):
+        return "considered"  # not "we tried X but it did not work, so we switched to Y"
     if DECLINED.search(text):
         return "declined"
+    no = NO_START.match(text)
+    if no and not INSTEAD.search(text[no.end():]):
+        return "declined"  # a bare "no"; "no, use X" is a correction that adopts X
     if WHAT_IF.search(text):
         return "what-if"
     if text.endswith("?") or QUESTION_START.match(text):

@@ -7,11 +7,14 @@ An item is refused (with its name and the reason, so the agent can fix it and re
   and says revert / cancel / switch back / no longer ...);
 - a lesson's error and fix are not from the same session, or its normalised error shows in fewer than
   `dream.lesson_min_sessions` sessions;
-- the stance disagrees with the quotes (adopted, yet they only ask, suppose, or say it was considered and
-  not taken up, or declined);
+- the stance disagrees with the quoted sentences (adopted, yet they only ask, suppose, or say it was
+  considered and not taken up, or declined);
 - a name the statement says exists (a backticked identifier) is not in the project's git tree, when the
   root lies in one;
 - the target section does not exist, the topic already says it, or a person rejected it before.
+
+An item resting only on Claude Code's own summaries is refused too (they route; they are not evidence).
+A gap (a question no topic answers) is checked for its quotes only: it is reported, never written.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from memory_server.dream.topics import TopicFile, heading_key, headings
 from memory_server.files.root import MemoryRoot
 from memory_server.settings import DreamSettings
 
-LATER_KINDS = ("request", "correction", "answer", "commit", "closing")
+LATER_KINDS = ("request", "correction", "answer", "commit", "closing", "statement")
 
 
 @dataclass
@@ -83,6 +86,16 @@ def _quotes_exist(item: ProposalItem, ev: Evidence) -> str | None:
         if not any(norm(q.quote) in norm(t) for t in texts):
             shown = " | ".join(t[:120] for t in texts)
             return f"the quote {q.quote!r} is not at {q.ref} (it says: {shown!r})"
+    return None
+
+
+def _only_summaries(item: ProposalItem, ev: Evidence) -> str | None:
+    """Claude Code's own summaries route to evidence; they are not evidence of a decision by themselves."""
+    support = [q for q in item.evidence if q.role == "support"]
+    kinds = [ev.by_base[q.source].kinds_at(q.line) if q.source in ev.by_base else {"other"} for q in support]
+    if support and all(k == {"summary"} for k in kinds):
+        return ("its evidence is only Claude Code's own summary of a session; cite what the person or the session "
+                "said (the summary names where), not the summary")
     return None
 
 
@@ -192,17 +205,20 @@ def verify(items: list[ProposalItem], ev: Evidence, settings: DreamSettings, git
     for item in items:
         reason = _quotes_exist(item, ev)
         promoted = item.stance in ("adopted", "rejected") and item.kind != "gap"
+        adopted = promoted and item.stance == "adopted"  # a gap is a question by nature: only its quotes count
         if reason is None and item.kind == "lesson":
             reason = _lesson(item, ev, settings)
         if reason is None and item.replace_lines:
             reason = _replacement(item, ev)
-        if reason is None and item.stance == "adopted" and item.kind != "lesson":
+        if reason is None and promoted:
+            reason = _only_summaries(item, ev)
+        if reason is None and adopted and item.kind != "lesson":
             reason = stance_problem([_sentence(q, ev) for q in item.evidence if q.role == "support"])
-        if reason is None and item.stance == "adopted":
+        if reason is None and adopted:
             reason = _reversed(item, ev)
         if reason is None and promoted:
             reason = _target(item, ev)
-        if reason is None and promoted and item.stance == "adopted" and item.kind != "lesson":
+        if reason is None and adopted and item.kind != "lesson":
             reason = _names(item, git)
         if reason is None and promoted and item.fingerprint in rejected:
             reason = "a person rejected this before; it is not proposed again"

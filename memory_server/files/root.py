@@ -92,21 +92,22 @@ class MemoryRoot:
 
     @property
     def is_set_up(self) -> bool:
-        """True when this folder is a memory root (see is_memory_root), or `.memory/` is already there."""
-        return is_memory_root(self.path) or (self.path / STATE_DIR).is_dir()
+        """True when this folder is a memory root (see is_memory_root)."""
+        return is_memory_root(self.path)
 
     @property
     def state_dir(self) -> Path:
         """Derived state (indices, caches, logs, locks); created on first use, but only in a memory root.
 
-        Raises RootError when the folder was never set up, or `.memory/` cannot be created (a read-only root
-        without an index).
+        Raises RootError when the folder was never set up (a `.memory/` alone does not make one: it may be
+        left over from a tool that wrote where it should not have), or `.memory/` cannot be created (a
+        read-only root without an index).
         """
+        if not is_memory_root(self.path):
+            raise RootError(not_set_up_message(self.path))
         d = self.path / STATE_DIR
         if d.is_dir():
             return d
-        if not is_memory_root(self.path):
-            raise RootError(not_set_up_message(self.path))
         try:
             d.mkdir(exist_ok=True)
         except OSError as exc:

@@ -90,17 +90,17 @@ def _local_path(target: str, base: Path) -> Path | None:
     return path if path.is_absolute() else base / path
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.normpath(a) == os.path.normpath(b):
-        return True
+def _real(path: Path) -> str | None:
     try:
-        return os.path.realpath(a) == os.path.realpath(b)
+        return os.path.realpath(path)
     except OSError:
-        return False
+        return None
 
 
 def _mentions(text: str, relpath: str) -> bool:
     """True when `relpath` appears in the text as a whole path (optionally as ./relpath)."""
+    if relpath not in text:
+        return False  # the common case, without compiling a pattern
     pattern = r"(?<![\w/.-])(?:\./)?" + re.escape(relpath) + r"(?![\w/-])"
     return re.search(pattern, text) is not None
 
@@ -155,9 +155,12 @@ def check_memory_index(root_path: Path, topic_paths: list[str]) -> dict[str, Any
     report["broken_links"] = broken
 
     unlisted = []
+    # Each link resolved once (not once per topic): status stays fast on a root of thousands of topics.
+    linked_norm = {os.path.normpath(p) for p in linked}
+    linked_real = {r for r in map(_real, linked) if r is not None}
     for topic in topics:
         topic_file = Path(topic) if Path(topic).is_absolute() else root / topic
-        if any(_same_file(topic_file, p) for p in linked):
+        if os.path.normpath(topic_file) in linked_norm or _real(topic_file) in linked_real:
             continue
         rel = Path(topic).as_posix()
         if Path(topic).is_absolute():

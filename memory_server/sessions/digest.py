@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from memory_server.parse.text import CODE_FENCE, SENTENCE_END, one_line, relative_path
+from memory_server.sessions.actions import mcp_actions
 from memory_server.sessions.events import (
     SHELL_TOOLS,
     Failure,
@@ -36,7 +37,7 @@ FILE_TOOLS = {"write": "written", "edit": "edited", "multiedit": "edited", "note
 # A user sentence that settles something: a plan, a rule, a choice.
 _RULE = re.compile(
     r"(?i)^(?:(?:no|ok|okay|yes|yeah|yep|right|fine|alright|actually|so|and|but|please)[,.!]?\s+)*"
-    r"(?:let'?s\b|lets\b|we(?:'ll| will| are going to|'re going to| should| must| need to)\b|from now on\b"
+    r"(?:let'?s\b|lets\b|we(?:'ll| will| are going to|'re going to| should| must)\b|from now on\b"
     r"|going forward\b|always\b|never\b|don'?t\b|do not\b|stop\b|use\b|switch\b|go with\b|stick with\b|stay on\b"
     r"|keep\b|make sure\b|i(?:'ve| have)? decided\b|the rule is\b|prefer\b|instead\b)"
 )
@@ -46,10 +47,11 @@ _UNSETTLED = re.compile(
     r"(?i)(?:\?\s*$|\bwhat if\b|\bwhat about\b|\bmaybe\b|\bperhaps\b|\bmight\b|\bcould we\b|\bshould we\b"
     r"|\bwould it\b|\bi wonder\b|\bnot sure\b|\bconsidered\b|\bthought about\b|\bif we\b|^if\b|\bwhether\b"
     r"|\bi think\b|\bi guess\b|\bsuppose\b"
-    r"|\blet'?s (?:see|try|test|check|look|find out|figure|investigate|explore|debug|think|dig)\b)"  # exploring
+    r"|\blet'?s (?:see|try|test|check|look|have a look|take a look|find out|figure|investigate|explore|debug"
+    r"|think|dig|discuss|talk)\b)"
 )
 # What Claude Code writes when the person accepts a plan: the plan's own heading says what the session is for.
-_PLAN_PREAMBLE = re.compile(r"^\s*Implement the following plan:\s*(?:#+\s*(?:Plan:\s*)?)?", re.IGNORECASE)
+_PLAN_PREAMBLE = re.compile(r"^\s*Implement the following plan:\s*(#+\s*)?(?:Plan:\s*)?", re.IGNORECASE)
 _AGREE = re.compile(
     r"(?i)^\s*(?:yes|yeah|yep|yup|sure|ok(?:ay)?|sounds good|lgtm|go ahead|do it|please do|perfect|great|agreed"
     r"|makes sense|let'?s do (?:it|that)|ship it|👍)\b"
@@ -57,7 +59,7 @@ _AGREE = re.compile(
 _DECLINE = re.compile(r"(?i)^\s*(?:no|nope|nah|don'?t)\b")
 _OFFER = re.compile(
     r"(?i)^(?:(?:do you )?want me to|should i|shall i|would you like me to|i can|i could|i'll|i will|i propose to"
-    r"|i suggest (?:we )?|let me|next,? i'll)\s+(.+?)[.?!]?$"
+    r"|i suggest (?:we )?|let me(?! know)|next,? i'll)\s+(.+?)[.?!]?$"
 )
 
 
@@ -97,6 +99,7 @@ class Digest:
     errors: list[ErrorItem] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     todos: list[str] = field(default_factory=list)  # unfinished only
+    actions: list[tuple[int, str]] = field(default_factory=list)  # line, what an MCP tool changed elsewhere
     last_reply: tuple[int, str] | None = None
     counts: dict[str, int] = field(default_factory=dict)
     has_activity: bool = False
@@ -107,7 +110,7 @@ class Digest:
         d = cls(t, session_events(t))
         goal = _goal(full if full is not t else None, d.events)
         if goal is not None:
-            d.goal, d.goal_line = _PLAN_PREAMBLE.sub("", goal.text).strip() or goal.text, goal.line
+            d.goal, d.goal_line = _PLAN_PREAMBLE.sub(r"\1", goal.text).strip() or goal.text, goal.line
         d._read()
         return d
 
@@ -139,6 +142,7 @@ class Digest:
         self._errors(ev.failures)
         self._decisions()
         self._todos(uses)
+        self.actions = mcp_actions(uses)
         self.counts = {
             "messages": sum(1 for m in t.messages if m.role in ("user", "assistant")),
             "requests": len(self.requests),

@@ -10,7 +10,8 @@ Goal (the person's first request); What the user said (every later message); Cor
 person gave when rejecting a tool call); Questions and answers (the assistant's AskUserQuestion and the
 person's answer); Decisions (only what the person stated, or agreed to or declined when the assistant
 proposed it); Errors and fixes (the informative error line, then the edits and commands up to the next
-success of the same command); Commits; Files; Commands (only those that change things); Claude Code's own
+success of the same command); Commits; Actions in other tools (what MCP tools changed: issues created,
+tickets closed); Files; Commands (only those that change things); Claude Code's own
 summary (its compaction summary or title: an LLM's routing text, not the person's words); Open at the end
 (unfinished todos and the last reply).
 
@@ -71,7 +72,7 @@ def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | N
         "counts": d.counts,
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=None)
-    title = first_sentence(d.goal, TITLE_CHARS) or "Session " + t.session_id
+    title = first_sentence(re.sub(r"^\s*#+\s+", "", d.goal), TITLE_CHARS) or "Session " + t.session_id
     out = [f"# {_escape(title)}" + (f" (part {part})" if part > 1 else ""), ""]
     if previous is not None:
         out += [f"Continues {code_span(previous)}; this part covers transcript lines {first_line}-{t.line_count}.", ""]
@@ -98,6 +99,8 @@ def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | N
         for c in _unique_commits(d)
     ]
     out += _section("Commits", _bounded(commits, MAX_COMMITS, "commits"))
+    actions = [f"- {text} (line {line})" for line, text in d.actions]
+    out += _section("Actions in other tools", _bounded(actions, MAX_COMMITS, "actions"))
     files = [f"- {code_span(p)} ({_ops(ops)})" for p, ops in d.files.items()]
     out += _section("Files", _bounded(files, MAX_FILES, "files"))
     commands = [f"- {code_span(c)}{_failures(runs, bad)}" for c, (runs, bad) in d.commands.items()]
@@ -115,7 +118,7 @@ def render(d: Digest, part: int, first_line: int, sha256: str, previous: str | N
 def gist(text: str, limit: int) -> str:
     """A message as one line of at most `limit` characters. One too long for that keeps the first sentence
     of each paragraph or list item, so a message listing four requests still names all four."""
-    phrased = re.sub(r"(?m)^\s*#+\s+(.+?)\s*$", r"\1 ·", text)  # a heading ends a phrase
+    phrased = re.sub(r"(?m)^[ \t]*#+[ \t]+(.+?)[ \t]*$", r"\1 ·", text)  # a heading ends a phrase
     if len(" ".join(phrased.split())) <= limit:
         return one_line(phrased, limit)
     blocks = [b for b in _BLOCKS.split(CODE_FENCE.sub(" ", text)) if b.strip()]

@@ -259,27 +259,28 @@ KEYED_NAME = re.compile(r"^[\"']?(?:" + SECRET_NAME + r")[\"']?$")
 SECRET_NAME_RE = re.compile(SECRET_NAME)
 # Any name followed by `=`, `:` or `:=`; the value is read in a lookahead (not consumed), so a match on an
 # ordinary name never hides a secret assignment inside its value. redact.py keeps the secret names only.
+# A quote may be escaped (`\"`): JSON inside a JSON string, as tool output often shows it.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_.\-]{2,100})(?![A-Za-z0-9_])"
-    r"(?P<sep>[\"']?[ \t]*(?:(?<![=!<>])=(?![=>~])|:=|:(?![:/]))[ \t]*)"
-    r"(?=(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)|(?P<bare>[^\s\"'`,;)\]}]+))"
+    r"(?P<sep>\\?[\"']?[ \t]*(?:(?<![=!<>])=(?![=>~])|:=|:(?![:/]))[ \t]*\\?)"
+    r"(?=(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*?)\\?(?P=q)|(?P<bare>(?:[^\s\"'`,;)\]}\\]|\\(?![\"']))+))"
 )
 ASSIGNMENT_NEEDLES = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "pat", "webhook", "dsn", "conn", "sas")
 
 # "the password is hunter2": a value with a digit or a symbol, after "password/token/secret is|was|:".
 PROSE_SECRET = re.compile(
     r"(?i)\b(?:password|passphrase|passcode|pwd|secret|token|api key)\s+(?:is|was|=|of)\s+[\"'`]?"
-    r"(?P<value>(?=[^\s\"'`]*[\d!@#$%^&*])(?![\d.,:]+\b)[^\s\"'`]{4,}?)(?=[\"'`]?[.,;!?)]?(?:\s|$))"
+    r"(?P<value>(?=[^\s\"'`]*[\d!@#$%^&*])(?![\d.,:]+\b)[^\s\"'`(\[{]{4,}?)(?=\\?[\"'`]?[.,;!?)\]}]*(?:\s|$))"
 )
 
 # -- the guard: values that are code or placeholders, not secrets ---------------------------------------------
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:\$.*|<.*>|<.*|\{\{.*|\{.*\}|%\(?\w*\)?s|\[redacted.*|\*+|x{3,}|\.\.\.|…|null|none|nil|true|false|yes|no"
+    r"(?i)^(?:\$.*|<.*>|<.*|\{.*|%\(?\w*\)?s|\[redacted.*|\*+|x{3,}|\.\.\.|…|null|none|nil|true|false|yes|no"
     r"|on|off|undefined|str|string|bytes|number|int|bool|boolean|float|any|object|required|optional|secretstr"
     r"|changeme|placeholder|example|redacted|hidden|masked|empty|\?+|-+|_+|#+|\.+)$"
 )
 _CODE_VALUE = re.compile(
-    r"^(?:await\s+|new\s+|not\s+|lambda\b|function\b|async\b)"  # expressions
+    r"^(?:await\s+|new\s+|not\s+|lambda\b|function\b|async\b|\()"  # expressions, a tuple
     r"|^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\s*[(\[]"  # a call or subscript: input(...), os.environ[...]
     r"|^(?:self|this|cls|os|env|process|config|settings|args|opts|options|request|req|ctx|params|kwargs|props"
     r"|secrets|vault|keyring|getpass|sys|st|environ)\.[A-Za-z_]"  # attribute access on a known object
@@ -306,8 +307,12 @@ def is_ordinary_value(name: str, sep: str, quote: str, value: str, text: str, at
     if bare in ("pwd", "oldpwd") and _PATH_VALUE.match(v):
         return True  # the shell's working directory
     if not quote:
-        if v in _CODE_KEYWORDS:
+        if v in _CODE_KEYWORDS or v.lower() in _PROSE_WORDS:
             return True
+        if ":" in sep and "=" not in sep and _TYPE_NAME.match(v):
+            after = text[at + len(value) : at + len(value) + 3].lstrip()
+            if "." in v or sum(c.isupper() for c in v) >= 2 or after[:1] in (",", ")", "|", "=", "]"):
+                return True  # a type annotation: `auth: AuthTypes | None`, `cookie: Cookie,`
         if _PATH_VALUE.match(v) and not re.search(r"\d", v.split("/")[-1] or "x"):
             return True
         if _CODE_VALUE.search(v):
@@ -328,6 +333,10 @@ def is_ordinary_value(name: str, sep: str, quote: str, value: str, text: str, at
     return False
 
 
+# A type name: CamelCase, maybe dotted (`_t.AuthType`), no digits.
+_TYPE_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*_?[A-Z][A-Za-z]*$")
+# Words that follow "pass:" or "token:" in prose, never a secret on their own.
+_PROSE_WORDS = frozenset("the a an this that these those is are was to and or for with in on of it its".split())
 _CODE_KEYWORDS = frozenset("await new not lambda function async yield typeof void delete".split())
 _CODE_WORDS = frozenset(
     "password passwd secret token key value none null self this args kwargs data result response config "
