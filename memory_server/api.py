@@ -38,7 +38,7 @@ from memory_server.index.indexer import Indexer, Progress, SyncReport, default_i
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.markdown import Chunk, iso_date
-from memory_server.parse.memory_md import check_memory_index, find_topic_paths, memory_index_notes
+from memory_server.parse.memory_md import check_memory_index, memory_index_notes
 from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
 from memory_server.sessions import transcript_layer as transcript_index
 from memory_server.settings import Settings, load_settings
@@ -212,9 +212,12 @@ class Memory:
         empty memory), or None when it is not."""
         progress = self.indexer.progress
         stage, done, total = progress.get("stage"), int(progress.get("done", 0)), int(progress.get("total", 0))
-        if stage == "reading files" and done < total:  # the stage keeps its name once it is over
+        indexed = self.fts.counts()["files"]
+        # Only while the index is still filling: a later pass over files already indexed changes little, and
+        # the stage keeps its name once it is over.
+        if stage == "reading files" and done < total and indexed < total:
             return f"indexing: {done} of {total} files done; keyword results only, so far"
-        if self.fts.counts()["files"] == 0:
+        if indexed == 0:
             waiting = sum(1 for _ in self.root.memory_files())
             if waiting:
                 return (
@@ -268,7 +271,9 @@ class Memory:
             try:
                 path.encode("utf-8")
             except UnicodeEncodeError:
-                raise PathRefusedError("path is not valid Unicode (a lone surrogate): use a `path` from a search hit")
+                raise PathRefusedError(
+                    "path is not valid Unicode (a lone surrogate): use a `path` from a search hit"
+                ) from None
             return self._read_transcript(path, start_line, end_line)
         real = confine_memory(self.root.path, path)  # memory files only: never .env, .git/, sources
         rel = self.root.relpath(real)
@@ -343,11 +348,12 @@ class Memory:
 
     # -- status -----------------------------------------------------------------------------------
 
-    def pending_files(self) -> list[str]:
-        """Memory files whose indexed copy is out of date (new, changed or deleted), by size and mtime."""
+    def pending_files(self, on_disk: dict[str, str] | None = None) -> list[str]:
+        """Memory files whose indexed copy is out of date (new, changed or deleted), by size and mtime.
+        `on_disk`: the memory files (path -> layer) when the caller has listed them already."""
         known = self.fts.files()
         pending = []
-        on_disk = dict(self.root.memory_files())
+        on_disk = dict(self.root.memory_files()) if on_disk is None else on_disk
         for rel in on_disk:
             rec = known.get(rel)
             try:
@@ -389,7 +395,8 @@ class Memory:
         layers: dict[str, int] = {}
         for f in files.values():
             layers[f.layer] = layers.get(f.layer, 0) + 1
-        pending = self.pending_files()
+        on_disk = dict(self.root.memory_files())  # one walk of the tree for the whole status
+        pending = self.pending_files(on_disk)
         problems.extend({"path": path, "status": "skipped", "reason": why} for path, why in self.root.left_out)
         out: dict[str, Any] = {
             "root": str(self.root.path),
@@ -412,7 +419,8 @@ class Memory:
             "notes": list(self.indexer.notes),
         }
         out["dream"] = self._dream_status()
-        index_report = check_memory_index(self.root.path, find_topic_paths(self.root.path))
+        topic_paths = sorted(p for p, layer in on_disk.items() if layer == "topic" and p.startswith("topics/"))
+        index_report = check_memory_index(self.root.path, topic_paths)
         out["memory_index"] = index_report
         out["notes"].extend(memory_index_notes(index_report))
         # Bounded whatever the root holds: counts, plus the first few of each list.

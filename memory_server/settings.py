@@ -99,8 +99,9 @@ class RankingSettings(_Section):
     file_share: float = Field(default=0.5, ge=0, le=1)
     same_file_penalty: float = Field(default=0.5, ge=0, le=1)
     duplicate_similarity: float = Field(default=0.97, ge=0)  # hits more similar than this to a chosen one are dropped
-    # Keyword scores are BM25 / max(best BM25, keyword_floor x the BM25 of a word found in one chunk only):
-    # when the query's only matches are common words, the keyword signal stays small instead of reaching 1.
+    # Keyword scores are BM25 / max(best BM25, keyword_floor x the sum of the query words' IDFs, about the
+    # BM25 of a chunk holding every query word): a match counts by the share of the query it covers, so
+    # common words alone, or one word of a long question, stay small instead of reaching 1.
     keyword_floor: float = Field(default=1.0, ge=0)
     phrase_bonus: float = Field(default=1.0, ge=0)  # a chunk holding the query itself (2+ tokens) gains this x keyword_weight
     context_weight: float = Field(default=0.1, ge=0)  # query words only in a chunk's title/heading: this x keyword_weight x share

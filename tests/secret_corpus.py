@@ -140,6 +140,13 @@ def _token_formats(g: _Gen) -> list[tuple[str, str, str]]:
         ("settlemint", _j("sm", "_pat_"), ALNUM, 16),
         ("typeform", _j("tf", "p_"), URLSAFE, 59),
         ("yandex", _j("AQ", "VN"), URLSAFE, 36),
+        ("tailscale", _j("tskey-", "auth-", "k1a2b3CNTRL-"), ALNUM, 30),
+        ("buildkite", _j("bk", "ua_"), HEX, 40),
+        ("defined networking", _j("dnkey-", "a1b2c3d4e5f6g7h8i9j0k1l2m3-"), LO + DIG, 52),
+        ("pinecone", _j("pc", "sk_"), ALNUM + "_", 72),
+        ("adobe", _j("p8", "e-"), ALNUM, 32),
+        ("contentful", _j("CF", "PAT-"), URLSAFE, 43),
+        ("dropbox", _j("s", "l."), URLSAFE, 140),
     ]
     out = []
     for label, prefix, alphabet, n in spec:
@@ -173,6 +180,9 @@ def _token_formats(g: _Gen) -> list[tuple[str, str, str]]:
         ("azure ad client secret", lambda: (lambda r: (g.s(ALNUM, 3) + "8Q~" + r, r))(g.s(ALNUM + "_~.-", 34))),
         ("twitter bearer", lambda: (lambda r: ("A" * 22 + r, r))(g.s(ALNUM + "%", 80))),
         ("facebook access token", lambda: (lambda r: ("EA" + "AB" + r, r))(g.s(ALNUM, 160))),
+        ("circleci", lambda: (lambda r: (_j("CCI", "PAT_") + g.s(ALNUM, 22) + "_" + r, r))(g.s(HEX, 40))),
+        ("langsmith", lambda: (lambda r: (_j("lsv2", "_pt_") + r + "_" + g.s(HEX, 10), r))(g.s(HEX, 32))),
+        ("hubspot", lambda: (lambda r: (_j("pat-", "na1-") + r, r))(f"{g.s(HEX, 8)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 12)}")),
         ("postman", lambda: (lambda r: (_j("PM", "AK-") + g.s(HEX, 24) + "-" + r, r))(g.s(HEX, 34))),
         ("airtable", lambda: (lambda r: (_j("pa", "t") + g.s(ALNUM, 14) + "." + r, r))(g.s(HEX, 64))),
         ("terraform cloud", lambda: (lambda r: (g.s(LO + DIG, 14) + ".atlas" + "v1." + r, r))(g.s(LO + DIG + "_-", 67))),

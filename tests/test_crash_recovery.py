@@ -30,7 +30,7 @@ from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.markdown import parse_document
 from memory_server.sessions.compress import compress_all, compress_transcript
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[1])  # the repository: `memory_server` lies at its top
 KILLED = -signal.SIGKILL
 
 

@@ -584,6 +584,33 @@ def test_what_a_sentence_commits_to(sentence: str, kind: str) -> None:
     assert classify(sentence) == kind
 
 
+def test_a_reversal_is_a_sentence_that_says_so_and_names_the_item() -> None:
+    from memory_server.dream.stance import reverses
+
+    text = "I'd say ENT-241 can be deprioritised. Want me to close it? We use git for the index."
+    assert reverses(text, ["git", "index"]) is None  # the only "close it" is a question
+    assert reverses("Tests pass. We switched back to poetry, uv broke the build.", ["uv"]) == (
+        "We switched back to poetry, uv broke the build.")
+    assert reverses("We switched back to poetry.", ["uv"]) is None  # does not name the item
+    assert reverses("Reverted: git status and the index again.", ["git", "status", "index", "worktree"], 2)
+
+
+def test_a_name_exists_when_the_project_has_it_not_when_only_the_memory_says_it(tmp_path: Path) -> None:
+    from memory_server.dream.identifiers import GitTree
+
+    project = tmp_path / "project"
+    root = project / "memory"
+    init_root(root)
+    (root / "topics" / "design.md").write_text("# Design\n\n- `GhostThing` keeps the cache.\n")
+    (project / "src").mkdir()
+    (project / "src" / "cache.go").write_text("type RealThing struct{}\n")
+    assert git(project, "init", "-q").returncode == 0 and git(project, "add", "-A").returncode == 0
+    tree = GitTree(root)
+    assert tree.exists("RealThing") and tree.exists("src/cache.go") and tree.exists("src/")
+    assert tree.exists("GhostThing") is False  # only a topic names it
+    assert GitTree(tmp_path / "elsewhere").exists("RealThing") is None  # outside a git tree: cannot tell
+
+
 def test_stance_is_judged_on_the_whole_sentence_a_quote_was_cut_from() -> None:
     from memory_server.dream.stance import sentence_of
 

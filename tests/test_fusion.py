@@ -9,30 +9,34 @@ from conftest import write
 from memory_server import Memory
 from memory_server.files.scaffold import init_root
 from memory_server.index.embed_text import MIN_WORDS_FOR_CONTEXT, embed_text
-from memory_server.testing import FakeEmbedder
 from memory_server.parse.markdown import Chunk
 from memory_server.search.exact import context_candidates, keyword_candidates
 from memory_server.search.hybrid import fuse
-from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.search.signals import context_scores, idf, is_assistant, keyword_scale, own_keyword_shares
 from memory_server.settings import RankingSettings
+from memory_server.testing import FakeEmbedder
 
 
 def _chunk(text: str, title: str = "Notes", heading: str = "", layer: str = "topic", cid: str = "c") -> Chunk:
     return Chunk(cid, "topics/x.md", layer, 1, 1, title, heading, None, text)
 
 
-def test_keyword_scores_are_normalised_against_a_floor() -> None:
+def test_keyword_scores_are_normalised_against_the_whole_query() -> None:
     """Matches on common words only (IDF clamped near zero) stay small; the best hit alone would make
-    them 1.0 and 0.5."""
-    ranking = RankingSettings(semantic_weight=0.0)
+    them 1.0 and 0.5. A chunk that holds one of a question's several rare words gets that share, not 1."""
+    ranking = RankingSettings(semantic_weight=0.0, keyword_floor=1.0)
     keyword = [("a", 2e-6), ("b", 1e-6)]
-    scaled = fuse([], keyword, ranking, keyword_scale=keyword_scale(2e-6, 1000, ranking.keyword_floor))
+    rare = idf(0, 1000)  # "drive", "strap": words no chunk holds weigh most
+    common = [idf(1000, 1000), idf(1000, 1000)]  # "3d", "printer": in every chunk
+    scaled = fuse([], keyword, ranking, keyword_scale=keyword_scale(2e-6, [rare, rare, *common], 1.0))
     assert max(scaled.values()) < 1e-3
-    by_best = fuse([], keyword, ranking)
-    assert by_best == {"a": 1.0, "b": 0.5}
-    # a real match (a word found in few chunks) still reaches the full weight
-    strong = keyword_scale(9.0, 1000, ranking.keyword_floor)
-    assert fuse([], [("a", 9.0)], ranking, keyword_scale=strong) == {"a": 1.0}
+    assert fuse([], keyword, ranking) == {"a": 1.0, "b": 0.5}
+    # one word found in one chunk, out of a question of four such words: a quarter of the full weight
+    once = idf(1, 1000)
+    partial = fuse([], [("a", once)], ranking, keyword_scale=keyword_scale(once, [once] * 4, 1.0))
+    assert abs(partial["a"] - 0.25) < 1e-9
+    # a literal found whole reaches the full weight
+    assert fuse([], [("a", 2 * once)], ranking, keyword_scale=keyword_scale(2 * once, [once] * 2, 1.0)) == {"a": 1.0}
 
 
 def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> None:
@@ -107,7 +111,7 @@ def test_speaker_labels() -> None:
 
 
 def test_short_chunks_are_embedded_without_the_title() -> None:
-    badge = _chunk("![Accepted](https://img.shields.io/badge/adr-accepted-green)", title="ADR 19: Use LOAF for breadcrumbs")
+    badge = _chunk("![Accepted](https://img.shields.io/badge/adr-accepted-green)", title="ADR 19: Use LOAF")
     assert embed_text(badge) == "Accepted"
     words = " ".join(["word"] * MIN_WORDS_FOR_CONTEXT)
     long = _chunk(f"**Why:** {words}", title="ADR 19", heading="Context")

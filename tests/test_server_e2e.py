@@ -266,6 +266,9 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
             "indexing: 400 of 403 files done; keyword results only, so far",
         ]
         assert memory.search_note("keyword", found=True, semantic=False) is None, "finished: no note"
+        notes.clear()
+        memory.index(verify=True, progress=during)  # a later pass over an index already full: nothing to say
+        assert notes == [None, None]
     finally:
         memory.close()
 

@@ -3,7 +3,8 @@
 `identifiers(text)` finds what looks like code: a backticked span without spaces, a CamelCase or
 snake_case word, a dotted name (`settings.Load`), a path (`cmd/entire/cli`), an ALL_CAPS name.
 `GitTree(root)` answers whether a name occurs in the project's git work tree (tracked files: their paths
-and their text), for a memory root that lies inside one; outside a git tree it cannot tell (None).
+and their text, the memory's own topics, sessions and proposals left out), for a memory root that lies
+inside one; outside a git tree it cannot tell (None).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ CODE_WORD = re.compile(
     r")(?:\(\))?(?![\w])"
 )
 COMMON = frozenset({"e.g", "i.e", "etc", "vs"})
+MEMORY_PARTS = ("topics", "sessions", "dreams", "MEMORY.md", ".memory")
 
 
 def _plain(token: str) -> str:
@@ -62,6 +64,16 @@ class GitTree:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.top = _toplevel(root)
+        # The memory's own files do not show that a name exists in the project: a topic or a session
+        # summary may name what was never built.
+        self.memory: tuple[str, ...] = ()
+        if self.top is not None:
+            try:
+                base = root.resolve().relative_to(self.top.resolve()).as_posix()
+            except ValueError:
+                base = ""
+            prefix = "" if base in ("", ".") else base + "/"
+            self.memory = tuple(prefix + p for p in MEMORY_PARTS)
 
     @property
     def available(self) -> bool:
@@ -84,11 +96,16 @@ class GitTree:
     @functools.lru_cache(maxsize=1)  # noqa: B019 - one GitTree lives for one verification
     def _paths(self) -> tuple[str, ...]:
         out = _git(self.top, "ls-files", "-z")
-        return tuple(p for p in out.split("\0") if p) if out is not None else ()
+        paths = (p for p in out.split("\0") if p) if out is not None else iter(())
+        return tuple(p for p in paths if not self._is_memory(p))
+
+    def _is_memory(self, path: str) -> bool:
+        return any(path == m or path.startswith(m + "/") for m in self.memory)
 
     def _grep(self, text: str) -> bool:
+        excluded = [f":(exclude){m}" for m in self.memory]
         proc = subprocess.run(
-            ["git", "-C", str(self.top), "grep", "-q", "-I", "-F", "-e", text, "--"],
+            ["git", "-C", str(self.top), "grep", "-q", "-I", "-F", "-e", text, "--", ".", *excluded],
             capture_output=True, timeout=60, check=False,
         )
         return proc.returncode == 0

@@ -109,9 +109,20 @@ def stance_problem(quotes: list[str]) -> str | None:
     return None
 
 
-def reverses(text: str, terms: list[str]) -> bool:
-    """Whether `text` takes back something named by one of `terms`."""
+def reverses(text: str, terms: list[str], need: int = 1) -> str | None:
+    """The sentence of `text` that takes back something named by `need` of `terms`, or None.
+
+    A sentence takes something back when it says so (revert, switch back, no longer, ...) and is not itself a
+    question or a supposition ("Want me to close it?" closes nothing).
+    """
     if not REVERSAL.search(text):
-        return False
-    folded = text.casefold()
-    return any(re.search(rf"(?<![\w/.-]){re.escape(t.casefold())}(?![\w/-])", folded) for t in terms if len(t) > 1)
+        return None
+    for sentence in SENTENCE_BREAK.split(text):
+        if not REVERSAL.search(sentence) or classify(sentence) in ("question", "what-if"):
+            continue
+        folded = sentence.casefold()
+        named = sum(1 for t in terms
+                    if len(t) > 1 and re.search(rf"(?<![\w/.-]){re.escape(t.casefold())}(?![\w/-])", folded))
+        if named >= max(1, need):
+            return sentence.strip()
+    return None

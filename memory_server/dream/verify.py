@@ -147,20 +147,22 @@ def _lesson(item: ProposalItem, ev: Evidence, settings: DreamSettings) -> str | 
     return None
 
 
-def _terms(item: ProposalItem) -> list[str]:
-    """What a later sentence must name to take the item back: the new term, the names in the statement, else
-    the statement's words that its quotes say too ("managed with uv" quoting "switched to uv": uv)."""
+def _terms(item: ProposalItem) -> tuple[list[str], int]:
+    """What a later sentence must name to take the item back, and how many of them: the new term or a name in
+    the statement, else half of the statement's words that its quotes say too ("managed with uv" quoting
+    "switched to uv": uv)."""
     if item.new:
-        return [item.new]
+        return [item.new], 1
     named = claimed_identifiers(item.statement) + identifiers(item.statement)
     if named:
-        return named
+        return named, 1
     quoted = set(content_words(" ".join(q.quote for q in item.evidence)))
-    return [w for w in dict.fromkeys(content_words(item.statement)) if w in quoted]
+    words = [w for w in dict.fromkeys(content_words(item.statement)) if w in quoted]
+    return words, (len(words) + 1) // 2
 
 
 def _reversed(item: ProposalItem, ev: Evidence) -> str | None:
-    terms = _terms(item)
+    terms, need = _terms(item)
     cited = [(ev.order[q.source], q.line) for q in item.evidence if q.source in ev.order and q.role == "support"]
     if not terms or not cited:
         return None
@@ -169,8 +171,9 @@ def _reversed(item: ProposalItem, ev: Evidence) -> str | None:
         for later in s.items:
             if later.kind not in LATER_KINDS or (ev.order[s.ref_base], later.line) <= last:
                 continue
-            if reverses(later.text, terms):
-                return f"{later.ref} ({later.date}) takes it back later: {later.text[:160]!r}; use stance \"reverted\""
+            sentence = reverses(later.text, terms, need)
+            if sentence is not None:
+                return f"{later.ref} ({later.date}) takes it back later: {sentence[:160]!r}; use stance \"reverted\""
     return None
 
 
