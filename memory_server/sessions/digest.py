@@ -19,14 +19,8 @@ from typing import NamedTuple
 
 from memory_server.parse.text import CODE_FENCE, SENTENCE_END, one_line, relative_path
 from memory_server.sessions.actions import mcp_actions
-from memory_server.sessions.events import (
-    SHELL_TOOLS,
-    Failure,
-    SessionEvents,
-    UserMessage,
-    failed,
-    session_events,
-)
+from memory_server.sessions.event_types import Failure, SessionEvents, UserMessage
+from memory_server.sessions.events import SHELL_TOOLS, failed, session_events
 from memory_server.sessions.failures import changes_things, harness_error
 from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript
 from memory_server.sessions.redact import clean

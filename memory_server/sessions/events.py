@@ -11,7 +11,7 @@ Every event has `line` (1-based JSONL line of the record it comes from, citable 
 text is redacted (`<private>` dropped, secrets replaced) and not trimmed beyond `MAX_TEXT` characters;
 callers bound what they show. Subagent (sidechain) records are left out: the main thread shows their work.
 
-`SessionEvents` fields, each a tuple in transcript order:
+`SessionEvents` fields (the types live in `sessions/event_types.py`), each a tuple in transcript order:
 
 - `user_messages` (`UserMessage`): what the person typed. IDE context (`<ide_opened_file>`,
   `<ide_selection>`, …), system reminders and slash-command expansions are stripped; a slash command is
@@ -47,6 +47,17 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.parse.text import code_span, one_line, relative_path
+from memory_server.sessions.event_types import (
+    ClosingReply,
+    Commit,
+    CompactionSummary,
+    Correction,
+    Failure,
+    FixStep,
+    QuestionAnswer,
+    SessionEvents,
+    UserMessage,
+)
 from memory_server.sessions.failures import (
     changes_things,
     command_key,
@@ -78,132 +89,6 @@ _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 def _safe(text: str) -> str:
     """Redacted (private text dropped, secrets replaced), then bounded."""
     return clean(text).strip()[:MAX_TEXT]
-
-
-@dataclass(frozen=True)
-class UserMessage:
-    line: int
-    timestamp: dt.datetime | None
-    text: str
-    command: str | None = None
-    speaker: str = "user"
-    kind: str = "user_message"
-
-
-@dataclass(frozen=True)
-class Correction:
-    line: int
-    timestamp: dt.datetime | None
-    text: str
-    rejected: str = ""
-    speaker: str = "user"
-    kind: str = "correction"
-
-
-@dataclass(frozen=True)
-class QuestionAnswer:
-    line: int
-    timestamp: dt.datetime | None
-    question: str
-    answer: str
-    question_line: int
-    speaker: str = "user"
-    kind: str = "answer"
-
-    @property
-    def text(self) -> str:
-        return f"{self.question} -> {self.answer or '(no answer)'}"
-
-
-@dataclass(frozen=True)
-class Commit:
-    line: int
-    timestamp: dt.datetime | None
-    message: str
-    succeeded: bool = True
-    speaker: str = "assistant"
-    kind: str = "commit"
-
-    @property
-    def text(self) -> str:
-        return self.message
-
-
-@dataclass(frozen=True)
-class CompactionSummary:
-    line: int
-    timestamp: dt.datetime | None
-    text: str
-    source: str = "compaction"
-    speaker: str = "claude-code"
-    kind: str = "compaction_summary"
-
-
-@dataclass(frozen=True)
-class ClosingReply:
-    line: int
-    timestamp: dt.datetime | None
-    text: str
-    final: bool = False
-    speaker: str = "assistant"
-    kind: str = "closing_reply"
-
-
-@dataclass(frozen=True)
-class FixStep:
-    line: int
-    timestamp: dt.datetime | None
-    action: str  # "edit" or "command"
-    text: str
-
-
-@dataclass(frozen=True)
-class Failure:
-    line: int
-    timestamp: dt.datetime | None
-    error: str
-    target: str
-    key: str
-    fix: tuple[FixStep, ...] = ()
-    fixed_line: int | None = None
-    speaker: str = "tool"
-    kind: str = "failure"
-
-    @property
-    def text(self) -> str:
-        return f"{self.target}: {self.error}"
-
-
-Event = UserMessage | Correction | QuestionAnswer | Commit | CompactionSummary | ClosingReply | Failure
-
-
-@dataclass(frozen=True)
-class SessionEvents:
-    session_id: str
-    transcript: Path
-    cwd: str | None
-    started: dt.datetime | None
-    ended: dt.datetime | None
-    user_messages: tuple[UserMessage, ...] = ()
-    corrections: tuple[Correction, ...] = ()
-    questions: tuple[QuestionAnswer, ...] = ()
-    commits: tuple[Commit, ...] = ()
-    summaries: tuple[CompactionSummary, ...] = ()
-    closing_replies: tuple[ClosingReply, ...] = ()
-    failures: tuple[Failure, ...] = ()
-
-    def all(self) -> list[Event]:
-        """Every event, ordered by line (then by kind, for events of one record)."""
-        items: list[Event] = [
-            *self.user_messages,
-            *self.corrections,
-            *self.questions,
-            *self.commits,
-            *self.summaries,
-            *self.closing_replies,
-            *self.failures,
-        ]
-        return sorted(items, key=lambda e: (e.line, e.kind))
 
 
 def read_session_events(path: str | Path) -> SessionEvents:

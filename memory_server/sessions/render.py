@@ -33,7 +33,7 @@ import yaml
 
 from memory_server.parse.text import CODE_FENCE, code_span, first_sentence, one_line
 from memory_server.sessions.digest import Digest, ErrorItem
-from memory_server.sessions.events import Commit
+from memory_server.sessions.event_types import Commit
 from memory_server.sessions.redact import redact_secrets
 
 FORMAT = 2
