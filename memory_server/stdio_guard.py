@@ -28,7 +28,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -150,7 +149,7 @@ async def serve_stdio(server: Any) -> None:
     """Serve a low-level MCP `server` on stdin/stdout until the client closes stdin; unreadable lines get a
     JSON-RPC error answer instead of none."""
     async with stdio_server() as (read_stream, write_stream):
-        send, receive = create_context_streams[SessionMessage | Exception](0)
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def forward() -> None:
             async with send:

@@ -45,6 +45,7 @@ LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
 DEFAULT_LAYERS = ("topic", "session")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 INDEX_FILE = "MEMORY.md"
+MIN_COSINE_SPAN = 0.1
 
 
 @dataclass
@@ -292,8 +293,10 @@ def fuse(
     if ranking.fusion != "score":
         raise QueryError(f"ranking.fusion is {ranking.fusion!r}: use 'score' or 'rrf' in memory.yaml")
     if semantic:
+        # Min-max over the pool; a span under MIN_COSINE_SPAN (a handful of candidates that say nearly the
+        # same) is not stretched to 0..1, so a cosine difference of 0.01 stays a small difference.
         best, worst = semantic[0][1], semantic[-1][1]
-        span = max(best - worst, 1e-9)
+        span = max(best - worst, MIN_COSINE_SPAN)
         for cid, sim in semantic:
             scores[cid] = scores.get(cid, 0.0) + ranking.semantic_weight * (sim - worst) / span
     if keyword:
