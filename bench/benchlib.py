@@ -176,7 +176,7 @@ def environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "loadavg_at_write": list(os.getloadavg()),
         "source": source_state(),
     }

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
 
+from memory_server.api import Memory  # noqa: E402
 from memory_server.index.embedder import MiniLMEmbedder  # noqa: E402
 from memory_server.testing import FakeEmbedder  # noqa: E402
-from memory_server.api import Memory  # noqa: E402
 
 STEPS = ("initialize", "tools_list", "search_exact", "search_memory")
 ORDERS = ("exact_first", "memory_first")

@@ -14,9 +14,9 @@ import argparse
 import logging
 import sys
 
-from memory_server.testing import FakeEmbedder
 from memory_server.api import Memory
 from memory_server.server import serve
+from memory_server.testing import FakeEmbedder
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import random
 import re
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from memory_server import Memory
 from memory_server.index.embedder import MiniLMEmbedder

@@ -33,9 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import beam  # noqa: E402
 import benchlib  # noqa: E402
 import locomo  # noqa: E402
-import yaml  # noqa: E402
-
 import numpy as np  # noqa: E402
+import yaml  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from memory_server.api import Memory  # noqa: E402
@@ -157,7 +156,7 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
             memory.close()
     for tool, (rows, lat) in per_tool.items():
         out.append({"set": "locomo", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
-        held = [(r, t) for r, t in zip(rows, lat) if r["conversation"] in locomo.HELD_OUT]
+        held = [(r, t) for r, t in zip(rows, lat, strict=True) if r["conversation"] in locomo.HELD_OUT]
         if held and len(held) < len(rows):
             out.append({"set": "locomo", "tool": tool, "kind": "turn, held out 2-9",
                         **mean_row([r for r, _ in held], [t for _, t in held])})
@@ -197,7 +196,7 @@ def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -
     out: list[dict[str, Any]] = []
     for tool, (rows, lat) in per_tool.items():
         out.append({"set": "beam", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
-        coding = [(r, t) for r, t in zip(rows, lat) if r["category"] == "Coding"]
+        coding = [(r, t) for r, t in zip(rows, lat, strict=True) if r["category"] == "Coding"]
         if coding and len(coding) < len(rows):
             out.append({"set": "beam", "tool": tool, "kind": "turn, coding chats",
                         **mean_row([r for r, _ in coding], [t for _, t in coding])})
@@ -250,7 +249,7 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
                 questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
                 rows, lat = ask(memory, questions, tool, 10, details)
                 for kind in ("paraphrase", "literal"):
-                    chosen = [(r, t) for r, t in zip(rows, lat) if r["kind"] == kind]
+                    chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if r["kind"] == kind]
                     if chosen:
                         out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}",
                                     **mean_row([r for r, _ in chosen], [t for _, t in chosen])})
@@ -286,8 +285,8 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
 def _coding_scorer(q: dict[str, Any]) -> Callable[[list[Hit]], dict[str, float]]:
     def score(hits: list[Hit]) -> dict[str, float]:
         rank = next(
-            (i for i, h in enumerate(hits, 1)
-             for g in q["gold"] if h.path == g["path"] and h.start_line <= g["end_line"] and g["start_line"] <= h.end_line),
+            (i for i, h in enumerate(hits, 1) for g in q["gold"]
+             if h.path == g["path"] and h.start_line <= g["end_line"] and g["start_line"] <= h.end_line),
             None,
         )
         return {f"R@{k}": float(rank is not None and rank <= k) for k in KS}
@@ -311,7 +310,9 @@ def _write_details(args: argparse.Namespace, name: str, details: list[dict[str, 
 
 def print_table(rows: Sequence[dict[str, Any]], embedder: str) -> None:
     headers = ["set", "tool", "unit, questions", "n", *[f"R@{k}" for k in KS], "p50 ms", "p95 ms"]
-    table = [[r["set"], r["tool"], r["kind"], r["n"], *[r[f"R@{k}"] for k in KS], r["p50_ms"], r["p95_ms"]] for r in rows]
+    table = [
+        [r["set"], r["tool"], r["kind"], r["n"], *[r[f"R@{k}"] for k in KS], r["p50_ms"], r["p95_ms"]] for r in rows
+    ]
     print(benchlib.format_table(headers, table, f"retrieval on the development sets ({embedder})"))
 
 

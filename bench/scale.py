@@ -46,8 +46,8 @@ from numpy.typing import NDArray  # noqa: E402
 from memory_server.api import Memory  # noqa: E402
 from memory_server.files.root import STATE_DIR  # noqa: E402
 from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
-from memory_server.testing import FakeEmbedder  # noqa: E402
 from memory_server.settings import Settings  # noqa: E402
+from memory_server.testing import FakeEmbedder  # noqa: E402
 
 
 class TimedEmbedder:

@@ -13,21 +13,15 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
-from memory_server.dream.gate import DreamGate
+from memory_server import browse, status
 from memory_server.dream.recall import RecallLog
 from memory_server.errors import (
     ConfigError,
     LockedError,
-    MemoryServerError,
-    NotFoundError,
-    PathRefusedError,
     VectorStoreError,
 )
-from memory_server.files.paths import confine_memory
-from memory_server.files.reading import read_window
 from memory_server.files.root import MemoryRoot
 from memory_server.files.sqlite import is_damage
 from memory_server.index.embed_cache import EmbeddingCache, text_key
@@ -36,21 +30,15 @@ from memory_server.index.embedder import Embedder, MiniLMEmbedder
 from memory_server.index.fts import CorruptIndexError, FtsIndex
 from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
 from memory_server.index.vectors import VectorIndex
-from memory_server.parse.frontmatter import split_front_matter
-from memory_server.parse.markdown import Chunk, iso_date
-from memory_server.parse.memory_md import check_memory_index, memory_index_notes
+from memory_server.parse.markdown import Chunk
 from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
-from memory_server.sessions import transcript_layer as transcript_index
 from memory_server.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-READ_MAX_LINES = 400
 REPAIR_WAIT_SECONDS = 30.0
-READ_MAX_CHARS = 24000
-STATUS_LIST_LIMIT = 20  # memory_status lists at most this many problem files, unlisted topics, notes
 
 
 def in_rank_order(hits: list[Hit]) -> list[Hit]:
@@ -262,184 +250,24 @@ class Memory:
         found = self.indexer.cache.get_many(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
-    # -- reading ----------------------------------------------------------------------------------
+    # -- reading and status (browse.py, status.py) ---------------------------------------------
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
-        """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
+        """Lines `start_line`..`end_line` (1-based, inclusive) of a memory file, or, for a path
         `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines."""
-        if isinstance(path, str) and path.startswith(transcript_index.PREFIX):
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:
-                raise PathRefusedError(
-                    "path is not valid Unicode (a lone surrogate): use a `path` from a search hit"
-                ) from None
-            return self._read_transcript(path, start_line, end_line)
-        real = confine_memory(self.root.path, path)  # memory files only: never .env, .git/, sources
-        rel = self.root.relpath(real)
-        start = 1 if start_line is None else start_line
-        bad = isinstance(start, bool) or isinstance(end_line, bool)
-        if bad or start < 1 or (end_line is not None and end_line < 1):
-            raise PathRefusedError("start_line and end_line are 1-based line numbers (1 or more)")
-        if end_line is not None and end_line < start:
-            raise PathRefusedError(f"end_line {end_line} is before start_line {start}")
-        window = read_window(real, rel, start, end_line)  # streamed: bounded per answer and per line
-        out: dict[str, Any] = {
-            "path": rel,
-            "start_line": window.start,
-            "end_line": window.end,
-            "total_lines": window.total,
-            "text": "\n".join(window.lines),
-        }
-        if window.truncated:
-            out["more"] = f"truncated: call read_memory with start_line={window.end + 1} for the rest"
-        if window.cut_lines:
-            out["cut_lines"] = list(window.cut_lines)
-        return out
-
-    def _read_transcript(self, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
-        record = self.fts.file(virtual)
-        if record is None or not record.source:
-            raise NotFoundError(
-                f"no indexed transcript {virtual!r}: use a path from a search_exact hit with layers=['transcript']"
-            )
-        source = transcript_index.confine(Path(record.source), self.settings)
-        lines = transcript_index.read_transcript(source, start_line, end_line)
-        text: list[str] = []
-        used = 0
-        for line in lines:
-            if used + len(line) > READ_MAX_CHARS and text:
-                text.append("… truncated: ask for a narrower line range")
-                break
-            text.append(line)
-            used += len(line) + 1
-        return {"path": virtual, "start_line": start_line or 1, "end_line": end_line, "text": "\n".join(text)}
+        return browse.read(self, path, start_line, end_line)
 
     def topic_count(self) -> int:
-        """How many topic files there are (list_topics shows the first few of a large root)."""
-        return sum(1 for rel, layer in self.root.memory_files() if layer == "topic" and rel.startswith("topics/"))
+        return browse.topic_count(self)
 
     def list_topics(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Topic files with their title, description, updated date and tags (from front matter), in path
-        order: all of them, or the first `limit` (only those files are read)."""
-        topics: list[dict[str, Any]] = []
-        for rel, layer in self.root.memory_files():
-            if layer != "topic" or not rel.startswith("topics/"):
-                continue
-            if limit is not None and len(topics) >= limit:
-                break
-            meta: dict[str, Any] = {}
-            try:
-                text = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes).text
-                meta, _, _ = split_front_matter(text.splitlines())
-            except Exception:
-                pass
-            tags = meta.get("tags") or []
-            topics.append(
-                {
-                    "path": rel,
-                    "title": str(meta.get("title") or Path(rel).stem),
-                    "description": str(meta.get("description") or ""),
-                    "updated": iso_date(meta.get("updated")),
-                    "tags": [str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-                }
-            )
-        return topics
-
-    # -- status -----------------------------------------------------------------------------------
+        """Topic files with title, description, updated date and tags, in path order (the first `limit`)."""
+        return browse.list_topics(self, limit)
 
     def pending_files(self, on_disk: dict[str, str] | None = None) -> list[str]:
-        """Memory files whose indexed copy is out of date (new, changed or deleted), by size and mtime.
-        `on_disk`: the memory files (path -> layer) when the caller has listed them already."""
-        known = self.fts.files()
-        pending = []
-        on_disk = dict(self.root.memory_files()) if on_disk is None else on_disk
-        for rel in on_disk:
-            rec = known.get(rel)
-            try:
-                st = os.stat(self.root.path / rel)
-            except OSError:
-                continue
-            if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
-                pending.append(rel)
-        pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer != "transcript")
-        return sorted(pending)
-
-    def _vector_count(self) -> int | None:
-        """Vectors in Chroma, when this process has it open (status never loads Chroma just to count)."""
-        if self.vectors is None or not self.vectors.is_open:
-            return None
-        try:
-            return self.vectors.count()
-        except VectorStoreError as exc:
-            self.vector_error = str(exc)
-            return None
+        """Memory files whose indexed copy is out of date (new, changed or deleted), by size and mtime."""
+        return status.pending_files(self, on_disk)
 
     def status(self) -> dict[str, Any]:
         """Counts, index freshness, problem files, and what is running."""
-        return self._keyword_guard(self._status)
-
-    def _status(self) -> dict[str, Any]:
-        files = self.fts.files()
-        counts = self.fts.counts()
-        vector_pending = [
-            f.path
-            for f in files.values()
-            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
-        ]
-        problems = [
-            {"path": f.path, "status": f.status, "reason": f.message}
-            for f in sorted(files.values(), key=lambda f: f.path)
-            if f.status != "ok"
-        ]
-        layers: dict[str, int] = {}
-        for f in files.values():
-            layers[f.layer] = layers.get(f.layer, 0) + 1
-        on_disk = dict(self.root.memory_files())  # one walk of the tree for the whole status
-        pending = self.pending_files(on_disk)
-        problems.extend({"path": path, "status": "skipped", "reason": why} for path, why in self.root.left_out)
-        out: dict[str, Any] = {
-            "root": str(self.root.path),
-            "files": counts["files"],
-            "files_by_layer": layers,
-            "chunks": counts["chunks"],
-            "chunks_by_layer": {k[7:]: v for k, v in counts.items() if k.startswith("chunks_")},
-            "keyword_index": {"fresh": not pending, "pending_files": pending[:20], "pending_count": len(pending)},
-            "semantic_index": {
-                "enabled": self.vectors is not None,
-                "backend": self.vectors.description if self.vectors is not None else None,
-                "pending_files": len(vector_pending) if self.vectors is not None else 0,
-                "vectors": self._vector_count(),
-                "model": getattr(self.embedder, "name", None),
-                "model_loaded": bool(getattr(self.embedder, "is_loaded", False)),
-                "error": self.vector_error,
-            },
-            "indexing": {**self.indexer.progress, **({"stopped": self.index_failure} if self.index_failure else {})},
-            "problem_files": problems,
-            "notes": list(self.indexer.notes),
-        }
-        out["dream"] = self._dream_status()
-        topic_paths = sorted(p for p, layer in on_disk.items() if layer == "topic" and p.startswith("topics/"))
-        index_report = check_memory_index(self.root.path, topic_paths)
-        out["memory_index"] = index_report
-        out["notes"].extend(memory_index_notes(index_report))
-        # Bounded whatever the root holds: counts, plus the first few of each list.
-        out["problem_count"] = len(problems)
-        out["problem_files"] = problems[:STATUS_LIST_LIMIT]
-        for key in ("unlisted_topics", "broken_links"):
-            items = index_report.get(key) or []
-            index_report[key.split("_")[0] + "_count"] = len(items)
-            index_report[key] = items[:STATUS_LIST_LIMIT]
-        if len(out["notes"]) > STATUS_LIST_LIMIT:
-            more = len(out["notes"]) - STATUS_LIST_LIMIT
-            out["notes"] = [*out["notes"][:STATUS_LIST_LIMIT], f"and {more} more notes"]
-        if self.config_error:
-            out["config_error"] = self.config_error
-        return out
-
-    def _dream_status(self) -> dict[str, Any]:
-        try:
-            due, reason = DreamGate(self.root.path, self.settings).due()
-        except MemoryServerError as exc:
-            return {"due": False, "reason": str(exc)}
-        return {"due": due, "reason": reason, "how": "run /dream (without an agent: memory-server dream run)" if due else None}
+        return self._keyword_guard(lambda: status.build_status(self))

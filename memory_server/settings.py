@@ -105,7 +105,7 @@ class RankingSettings(_Section):
     keyword_floor: float = Field(default=0.3, ge=0)
     phrase_bonus: float = Field(default=1.0, ge=0)  # a chunk holding the query itself (2+ tokens) gains this x keyword_weight
     context_weight: float = Field(default=0.1, ge=0)  # query words only in a chunk's title/heading: this x keyword_weight x share
-    assistant_weight: float = Field(default=0.6, ge=0, le=1)  # in sessions, the assistant's lines weigh this share of the user's
+    assistant_weight: float = Field(default=0.4, ge=0, le=1)  # in sessions, the assistant's lines weigh this share of the user's
 
 
 class EmbeddingSettings(_Section):
@@ -149,16 +149,19 @@ class DreamSettings(_Section):
     lock_wait_seconds: float = Field(default=5.0, ge=0)  # a second `dream run` waits this long for the first
     # Gathering.
     lesson_min_sessions: int = Field(default=2, ge=1)  # an error becomes a lesson when it shows in this many sessions
-    # An item without a section goes to the section holding this share of its content words,
+    # An item without a section goes to a section holding this share of its content words,
     topic_match_min: float = Field(default=0.3, ge=0, le=1)
-    topic_semantic_min: float = Field(default=0.3, ge=-1, le=1)  # or (with a model) this cosine with it
+    # and (with a model) this cosine with it; with no such section, under "## Updates"
+    topic_semantic_min: float = Field(default=0.3, ge=-1, le=1)
     stale_min_sessions: int = Field(default=3, ge=1)  # sessions mentioning a topic's subject since it last changed
     stale_min_days: float = Field(default=14.0, ge=0)  # and the topic is at least this old
     gap_min_asks: int = Field(default=3, ge=1)  # a query asked this often that never found anything good is a gap
     gap_min_coverage: float = Field(default=0.5, ge=0, le=1)  # "good": a hit holding this share of the query's words
     recall_max_events: int = Field(default=5000, ge=1)  # the recall log keeps this many latest searches
     # The agent's pass (gather -> items -> propose).
-    max_hunks: int = Field(default=5, ge=1)  # a proposal shows at most this many hunks; the rest wait in its report
+    # A proposal holds at most this many changes (one item = one change, whatever its number of diff hunks);
+    # the other verified items wait in the dream state for the next gather.
+    max_hunks: int = Field(default=5, ge=1)
     pack_session_tokens: int = Field(default=2500, ge=100)  # evidence pack: at most this many tokens per session
     pack_topic_lines: int = Field(default=60, ge=0)  # evidence pack: topic lines that share identifiers with it
     pack_max_tokens: int = Field(default=20_000, ge=1_000)  # evidence pack: sessions past this wait for the next dream

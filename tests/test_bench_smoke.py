@@ -80,6 +80,27 @@ def test_locomo_smoke(tmp_path: Path) -> None:
     assert {r["overrides"]["ranking.rrf_k"] for r in sweep["rows"]} == {30, 60}
 
 
+def test_run_all_sets_smoke(tmp_path: Path) -> None:
+    """bench/run.py: the three development sets in one command, one row per set, tool and unit."""
+    data = _locomo_data().parent
+    for needed in ("locomo10.json", "beam_100K", "coding-probe"):
+        require_shared(data / needed)
+    out = tmp_path / "run.json"
+    proc = _run(
+        "run.py", "--fake", "--locomo", "0", "--beam", "1", "--max-questions", "4",
+        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
+    )
+    assert "FAKE" in proc.stdout
+    result = _load(out)
+    rows = {(r["set"], r["tool"], r["kind"]): r for r in result["results"]}
+    for tool in ("search_memory", "search_exact"):
+        assert ("locomo", tool, "turn, all") in rows and ("beam", tool, "turn, all") in rows
+        assert ("coding", tool, "paragraph, paraphrase") in rows
+    for row in rows.values():
+        assert row["n"] > 0 and 0.0 <= row["R@1"] <= row["R@10"] <= 1.0, row
+        assert 0 < row["p50_ms"] <= row["p95_ms"], row
+
+
 def test_locomo_evidence_normalisation() -> None:
     sys.path.insert(0, str(BENCH))
     try:

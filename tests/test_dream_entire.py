@@ -18,6 +18,7 @@ from conftest import SHARED_TRANSCRIPTS, require_shared
 
 from memory_server.dream.pack import gather
 from memory_server.dream.propose import ProposeResult, propose
+from memory_server.dream.review import dream_status
 from memory_server.dream.run import run_dream
 from memory_server.files.root import MemoryRoot
 from memory_server.files.scaffold import init_root
@@ -284,3 +285,20 @@ def test_run_alone_rewrites_no_topic_line_and_ages_topics_by_the_sessions(root: 
     report = (folder / "REPORT.md").read_text(encoding="utf-8")
     # the topics are 3 days older than the newest session (the clock says 9 months): none is stale
     assert "## Topics that may be stale" not in report
+
+
+def test_held_back_items_are_verified_again_from_transcripts_already_read(root: Path) -> None:
+    """Over the limit, verified items wait; resubmitted after every session is read, their transcript
+    references (and a lesson's second session) still verify, and the next proposal takes them."""
+    (root / "memory.yaml").write_text("dream:\n  max_hunks: 2\n", encoding="utf-8")
+    first = submit(root, GOOD)
+    assert first.changes == 2 and len(first.held_back) == len(GOOD) - 2, first.message
+    assert dream_status(root, clock=lambda: NOW)["waiting_items"] == len(GOOD) - 2
+    pack = gather(root, clock=lambda: NOW + 60)
+    assert pack.pack is not None and f"{len(GOOD) - 2} verified item(s) waiting" in pack.message
+    state = json.loads((root / ".memory" / "dream-state.json").read_text(encoding="utf-8"))
+    waiting = [rec["item"] for rec in state["held"].values()]
+    (root / "memory.yaml").write_text("dream:\n  max_hunks: 5\n", encoding="utf-8")
+    second = submit(root, waiting)
+    assert not second.refusals and second.changes == len(GOOD) - 2, (second.refusals, second.message)
+    assert dream_status(root, clock=lambda: NOW)["waiting_items"] == 0

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memory_server.errors import ModelError
 from memory_server.index.embedder import (
     MINILM_DIM,
     Embedder,
     MiniLMEmbedder,
     default_embedder,
 )
-from memory_server.errors import ModelError
 from memory_server.testing import FakeEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
@@ -213,7 +213,10 @@ def test_fake_is_deterministic_across_processes() -> None:
     texts = ["alpha beta", "gamma", ""]
     first = fake.embed(texts)
     np.testing.assert_array_equal(first, FakeEmbedder().embed(texts))
-    code = "import sys, memory_server.testing as m; sys.stdout.write(m.FakeEmbedder().embed(['alpha beta']).tobytes().hex())"
+    code = (
+        "import sys, memory_server.testing as m; "
+        "sys.stdout.write(m.FakeEmbedder().embed(['alpha beta']).tobytes().hex())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert bytes.fromhex(out.stdout) == first[0].tobytes()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import write
+
 from memory_server import Memory
 from memory_server.files.scaffold import init_root
 from memory_server.index.embed_text import MIN_WORDS_FOR_CONTEXT, embed_text

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from conftest import write
+
 from memory_server import Memory
 from memory_server.testing import FakeEmbedder
 
@@ -85,7 +86,9 @@ def test_rebuild_starts_from_nothing_and_reuses_embeddings(root: Path):
     m = Memory(root, embedder=FakeEmbedder())
     m.index()
     ids = {cid for cid, _ in m.fts.iter_chunk_ids()}
-    m.fts.conn().execute("INSERT INTO files(path, layer, size, mtime_ns, sha256) VALUES ('topics/ghost.md','topic',1,1,'x')")
+    m.fts.conn().execute(
+        "INSERT INTO files(path, layer, size, mtime_ns, sha256) VALUES ('topics/ghost.md','topic',1,1,'x')"
+    )
     r = m.index(rebuild=True)
     assert r.chunks_embedded == 0 and r.vectors_written == len(ids)
     assert {cid for cid, _ in m.fts.iter_chunk_ids()} == ids

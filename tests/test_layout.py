@@ -31,10 +31,24 @@ def step_of(module: str) -> str:
     return "top"
 
 
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under `if TYPE_CHECKING:` (imports for annotations only never run)."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def imports_of(path: Path) -> set[str]:
-    """Every memory_server module a file imports, at module level or inside a function."""
+    """Every memory_server module a file imports when it runs, at module level or inside a function."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memory_server"):
             found.add(node.module)
             for alias in node.names:  # `from memory_server.dream import run` imports a module

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_server.files.scaffold import init_root
 from memory_server.parse.memory_md import (
     MAX_BYTES,
     MAX_LINES,
@@ -13,7 +14,6 @@ from memory_server.parse.memory_md import (
     find_topic_paths,
     memory_index_notes,
 )
-from memory_server.files.scaffold import init_root
 
 
 def make_root(tmp_path: Path, memory_md: str | None, topics: tuple[str, ...] = ()) -> Path:

@@ -15,7 +15,6 @@ from pathlib import Path
 import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from mcp_client import payload, server_params
 
 AUDITED_SERVER = """

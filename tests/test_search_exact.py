@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import write
+
 from memory_server import Memory, QueryError
 
 HOSTILE = [

@@ -6,12 +6,12 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-
 from conftest import write
+
 from memory_server import Memory
+from memory_server.files.scaffold import init_root
 from memory_server.index.embedder import MiniLMEmbedder
 from memory_server.testing import FakeEmbedder
-from memory_server.files.scaffold import init_root
 
 PARAPHRASE_TOPICS = {
     "topics/printer.md": """\
@@ -95,7 +95,8 @@ def test_topic_outranks_a_session_saying_the_same(tmp_path: Path, minilm: MiniLM
     init_root(root)
     said = "The staging deploy runs every Friday at noon from the release branch."
     # the session is newer and says the same thing; the curated topic still wins
-    write(root, "sessions/compressed/2026/2026-11-20-aaaa1111-deploy.md", f"---\nstarted: 2026-11-20\n---\n# Deploy\n\n{said}\n")
+    write(root, "sessions/compressed/2026/2026-11-20-aaaa1111-deploy.md",
+          f"---\nstarted: 2026-11-20\n---\n# Deploy\n\n{said}\n")
     write(root, "topics/deploy.md", f"---\ntitle: Deploy\nupdated: 2025-01-01\n---\n# Deploy\n\n{said}\n")
     m = Memory(root, embedder=minilm)
     m.index()
@@ -181,7 +182,8 @@ def test_repository_memory_paraphrase(minilm: MiniLMEmbedder):
 def test_the_passage_next_to_a_match_rises_with_it(tmp_path: Path):
     root = tmp_path / "m"
     init_root(root)
-    write(root, "topics/printer.md", "# Printer\n\nWhich port does the Moonraker dashboard listen on?\n\nIt answers on 7125, behind nginx.\n")
+    write(root, "topics/printer.md",
+          "# Printer\n\nWhich port does the Moonraker dashboard listen on?\n\nIt answers on 7125, behind nginx.\n")
     for i in range(6):
         write(root, f"topics/other{i}.md", f"# Other {i}\n\nThe build answers on port {8000 + i} behind nginx.\n")
     m = Memory(root, embedder=FakeEmbedder())

@@ -10,8 +10,8 @@ from conftest import SHARED, require_shared
 
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.files.root import MemoryRoot
-from memory_server.testing import FakeEmbedder
 from memory_server.sessions.compress import compress_transcript
+from memory_server.testing import FakeEmbedder
 
 TRANSCRIPTS = SHARED / "transcripts"
 PUSH = "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl"

@@ -13,12 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import write
+
 from memory_server import Memory, VectorStoreError
 from memory_server.index.embedder import MiniLMEmbedder
-from memory_server.testing import FakeEmbedder
 from memory_server.settings import Settings
+from memory_server.testing import FakeEmbedder
 
 
 def free_port() -> int:
@@ -47,10 +47,10 @@ def chroma_server(tmp_path_factory):
         try:
             urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).read()
             break
-        except OSError:
+        except OSError as exc:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise AssertionError(f"chroma run did not start: {(data / 'server.log').read_text()[-2000:]}")
+                raise AssertionError(f"chroma run did not start: {(data / 'server.log').read_text()[-2000:]}") from exc
             time.sleep(0.2)
     yield url
     proc.terminate()

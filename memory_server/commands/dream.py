@@ -60,7 +60,8 @@ def status(as_json: bool) -> None:
         echo_json(info)
         return
     click.echo(info["reason"])
-    click.echo(f"sessions waiting: {info['unprocessed_sessions']}; last dream: {info['last_dream_utc']}")
+    click.echo(f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
+               f"last dream: {info['last_dream_utc']}")
     for p in info["proposals_to_review"]:
         hunks = ", ".join(map(str, p["pending_hunks"]))
         click.echo(f"to review: {p['id']} (hunks {hunks}): memory-server dream show {p['id']}")
@@ -152,13 +153,15 @@ def _print_result(result: Any, as_json: bool) -> None:
     if as_json:
         echo_json({"id": result.id, "folder": result.folder, "sessions": result.sessions, "hunks": result.hunks,
                    "files": result.files, "refusals": result.refusals, "held_back": result.held_back,
-                   "message": result.message})
+                   "changes": result.changes, "notes": result.notes, "message": result.message})
         return
     click.echo(result.message)
+    for note in result.notes:
+        click.echo(f"  note: {note}")
     for refusal in result.refusals:
         click.echo(f"  refused: {refusal}")
     for statement in result.held_back:
-        click.echo(f"  waiting (over dream.max_hunks): {statement}")
+        click.echo(f"  waiting for the next proposal: {statement}")
 
 
 @dream.command(help="A pass without an agent over the sessions no dream has read: only what needs no judgement "

@@ -1,7 +1,9 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
 - fact / decision: a list item (the statement) at the end of the target section's own text (before its
-  first sub-heading), or at the end of the topic when no section is given or found;
+  first sub-heading; directly under its heading when that text ends with a labelled list such as
+  "**Key files:**", which the line must not join). With no section given or matched: a `## Updates` section
+  at the end of the topic (created once), or the end of a topic that has no sections below its title;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
 - lesson: a `## <statement>` entry at the end of `topics/lessons.md` with the mistake and the fix as
   quoted (code spans: data, not prose) from one session, and the sessions the error shows in.
@@ -31,23 +33,62 @@ class FileChange:
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
 
 
-def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
-    """(index to insert at, whether the text before is a list, whether the line after is text)."""
+UPDATES = "Updates"  # the section an item goes to when no section is given and none matches it well enough
+
+
+def _own_text(topic: TopicFile, heading: str) -> tuple[int, int] | None:
+    """(heading line, end of its own text: the next heading of any level) of the section `heading`."""
     heads = headings(topic)
-    start, end = topic.body_start, len(topic.lines)
-    chosen = [h for h in heads if heading and heading_key(h[2]) == heading_key(heading)]
-    if chosen:
-        start = chosen[0][0]
-        end = next((i for i, _lvl, _t in heads if i > start), len(topic.lines))
+    chosen = [h for h in heads if heading_key(h[2]) == heading_key(heading)]
+    if not chosen:
+        return None
+    start = chosen[0][0]
+    return start, next((i for i, _lvl, _t in heads if i > start), len(topic.lines))
+
+
+def _labelled_list(topic: TopicFile, start: int, k: int) -> bool:
+    """Whether the section's own text (heading `start`, last non-blank line `k`) ends with a list that
+    something other than the heading introduces ("**Key files:**"): a new line must not join it."""
+    j = k
+    while j > start and topic.lines[j].strip() and (LIST_ITEM.match(topic.lines[j]) or topic.lines[j][:1] in " \t"):
+        j -= 1  # back over the list (items and their continuation lines)
+    if j == k or not bool(LIST_ITEM.match(topic.lines[j + 1])):
+        return False  # the text does not end with a list
+    while j > start and not topic.lines[j].strip():
+        j -= 1
+    return j > start  # some text stands between the heading and the list
+
+
+def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
+    """(index to insert at, whether the text before is a list, whether the line after is text).
+
+    The end of the section's own text (before its first sub-heading), joining its list when the section's
+    own text is that list; directly under the heading when its text ends with a labelled list of something
+    else. Without a (known) heading: the end of the topic.
+    """
+    span = _own_text(topic, heading) if heading else None
+    start, end = span if span is not None else (topic.body_start, len(topic.lines))
     k = end - 1
     while k > start and not topic.lines[k].strip():
         k -= 1
+    if span is not None and _labelled_list(topic, start, k):
+        return start + 1, False, start + 1 < len(topic.lines) and bool(topic.lines[start + 1].strip())
     j = k
     while j > start and topic.lines[j][:1] in (" ", "\t") and topic.lines[j].strip():
         j -= 1  # continuation lines of a list item
     in_list = bool(LIST_ITEM.match(topic.lines[j])) if 0 <= j < len(topic.lines) else False
     text_after = k + 1 < len(topic.lines) and bool(topic.lines[k + 1].strip())
     return k + 1, in_list, text_after
+
+
+def section_for(topic: TopicFile, heading: str) -> str:
+    """Where an item goes: its (given or matched) section; else, in a topic with sections below its title,
+    the `## Updates` section (so an unplaced line never lands in whatever section happens to come last);
+    else "" (the end of a topic that is one section)."""
+    if heading:
+        return heading
+    heads = headings(topic)
+    return UPDATES if len(heads) > 1 or (heads and heads[0][1] > 1) else ""
 
 
 def _insert(topic: TopicFile, at: int, block: list[str], keys: tuple[str, ...]) -> Edit:
@@ -58,8 +99,11 @@ def _insert(topic: TopicFile, at: int, block: list[str], keys: tuple[str, ...]) 
 
 
 def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[str, ...]) -> Edit:
-    at, in_list, text_after = insertion_point(topic, heading)
     eol = topic.eol
+    if heading == UPDATES and _own_text(topic, heading) is None:  # a new last section
+        gap = [] if topic.lines and not topic.lines[-1].strip() else [eol]
+        return _insert(topic, len(topic.lines), [*gap, f"## {UPDATES}{eol}", eol, *(i + eol for i in items)], keys)
+    at, in_list, text_after = insertion_point(topic, heading)
     block = ([] if in_list else [eol]) + [item + eol for item in items] + ([eol] if text_after else [])
     return _insert(topic, at, block, keys)
 
@@ -115,7 +159,8 @@ def build_changes(items: list[ProposalItem], sections: dict[str, str], lesson_se
             lines = lesson_lines(item, lesson_sessions.get(item.fingerprint, []), topic.eol)
             change(item.topic).edits.append(_insert(topic, len(topic.lines), lines, keys))
         else:
-            blocks.setdefault((item.topic, item.section or sections.get(item.fingerprint, "")), []).append(item)
+            heading = section_for(topic, item.section or sections.get(item.fingerprint, ""))
+            blocks.setdefault((item.topic, heading), []).append(item)
     for (path, heading), group in blocks.items():
         lines = [f"- {i.statement}" for i in group]
         change(path).edits.append(_item_block(topics[path], heading, lines, tuple(i.fingerprint for i in group)))

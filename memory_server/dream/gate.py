@@ -10,7 +10,11 @@ State lives in `.memory/dream-state.json` (written atomically, only while the dr
     {"version": 1, "last_dream": 1767225600.0,
      "processed": {"sessions/compressed/2026/....md": {"dream": "20260101-000000", "at": 1767225600.0}},
      "rejected": {"<fingerprint>": {"proposal": ..., "hunk": 2, "at": ..., "summary": ..., "signature": ...}},
-     "applied": {"<fingerprint>": {...}}}
+     "applied": {"<fingerprint>": {...}},
+     "held": {"<fingerprint>": {"item": {...as submitted...}, "sessions": [...], "why": ..., "proposal": ...}}}
+
+`held`: verified items a proposal could not take (over `dream.max_hunks` changes, or overlapping another
+item's lines). The next `dream gather` lists them first; `dream status` counts them.
 
 Deleting `.memory/` loses little: when the state file is missing it is rebuilt from the proposals under
 `dreams/*/proposal.json` (which sessions each processed, when, and which hunks were applied or rejected).
@@ -40,7 +44,7 @@ PROPOSAL_META = "proposal.json"
 
 
 def _empty_state() -> dict[str, Any]:
-    return {"version": 1, "last_dream": None, "processed": {}, "rejected": {}, "applied": {}}
+    return {"version": 1, "last_dream": None, "processed": {}, "rejected": {}, "applied": {}, "held": {}}
 
 
 def format_time(ts: float | None) -> str:

@@ -20,8 +20,10 @@ An items file is JSON, either a list of items or `{"items": [...]}`. Each item:
 - target: the topic file and, optionally, the section (a heading's text) the line goes to. A topic that
   does not exist yet is created (give "title" and "description"). Lessons go to topics/lessons.md.
 - replaces: topic lines (`topics/x.md:LINE`) on which the `old` term becomes the `new` one.
-- evidence: references exactly as the pack prints them (`transcript:<id>:LINE`, `sessions/...md:LINE`,
-  `topics/x.md:LINE`) and quotes copied verbatim from the text at that reference (a part of it is enough).
+- evidence: references of the forms the pack prints (`transcript:<id>:LINE` for any line of a transcript
+  this dream reads, `sessions/...md:LINE`, `topics/x.md:LINE`) and quotes copied verbatim from the text at
+  that reference (a part of it is enough). What is checked is that the quote is at the reference, not that
+  the pack showed it: a line the pack left out for its budget is as good evidence.
 """
 
 from __future__ import annotations
@@ -116,10 +118,25 @@ class ProposalItem:
     old: str = ""
     new: str = ""
     evidence: list[Quote] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)  # the item as written (kept when it waits for a later pass)
 
     @property
     def name(self) -> str:
         return f"item {self.n}" + (f" ({self.id})" if self.id else "")
+
+    def as_json(self) -> dict[str, Any]:
+        """The item as an items file holds it (what the agent wrote, else rebuilt from the fields)."""
+        if self.raw:
+            return self.raw
+        target = {k: v for k, v in (("topic", self.topic), ("section", self.section), ("title", self.title),
+                                    ("description", self.description)) if v}
+        out: dict[str, Any] = {"kind": self.kind, "statement": self.statement, "stance": self.stance}
+        if target:
+            out["target"] = target
+        if self.replace_lines:
+            out["replaces"] = {"lines": self.replace_lines, "old": self.old, "new": self.new}
+        out["evidence"] = [{"ref": q.ref, "quote": q.quote, "role": q.role} for q in self.evidence]
+        return out
 
     @property
     def fingerprint(self) -> str:
@@ -147,8 +164,10 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
         raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if stance not in STANCES:
         raise ValueError(f"{where}: stance must be one of {', '.join(STANCES)}, not {stance!r}")
-    if len(statement) < 3 or len(statement) > 400 or "\n" in statement:
-        raise ValueError(f"{where}: statement must be one line of 3 to 400 characters")
+    if "\n" in statement:
+        raise ValueError(f"{where}: statement must be one line; it has {statement.count(chr(10)) + 1} lines")
+    if len(statement) < 3 or len(statement) > 400:
+        raise ValueError(f"{where}: statement must be one line of 3 to 400 characters; it has {len(statement)}")
     target = raw.get("target") or ({"topic": LESSONS} if kind == "lesson" else None)
     if kind != "gap" and not isinstance(target, dict):
         raise ValueError(f"{where}: target must be an object like {{\"topic\": \"topics/x.md\", \"section\": \"...\"}}")
@@ -157,7 +176,7 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
     if kind != "gap" and not re.fullmatch(r"topics/(?:[\w.-]+/)*[\w.-]+\.md", topic):
         raise ValueError(f"{where}: target.topic must be a path like topics/<name>.md, not {topic!r}")
     item = ProposalItem(n, _text(raw, "id", where), kind, statement, stance, topic, _text(target, "section", where),
-                        _text(target, "title", where), _text(target, "description", where))
+                        _text(target, "title", where), _text(target, "description", where), raw=dict(raw))
     replaces = raw.get("replaces")
     if replaces:
         if not isinstance(replaces, dict) or not isinstance(replaces.get("lines"), list) or not replaces["lines"]:

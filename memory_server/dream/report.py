@@ -26,11 +26,13 @@ class ReportInput:
     sessions: list[str]
     hunks: list[Hunk]
     proposed: dict[str, Verified]
-    held_back: list[Verified]
+    held_back: list[tuple[Verified, str]]  # (item, why it waits)
     listed: list[Verified]
     refusals: list[str]
     extra: dict[str, Any]  # "gaps": [...], "stale": [...], "notes": [...]
     evidence: list[SessionEvidence]
+    max_changes: int = 5
+    waiting_total: int = 0  # verified items waiting in the dream state after this pass (these and older ones)
 
 
 def _one_line(text: str, limit: int = 240) -> str:
@@ -65,8 +67,10 @@ def render_report(r: ReportInput) -> str:
     out = [f"# Dream {r.dream_id}", "",
            f"Made {format_time(r.created)} from {_plural(len(r.sessions), 'new session')} ({made}). Nothing in "
            "topics/ or MEMORY.md has changed: a person applies or rejects this proposal.", ""]
+    notes = r.extra.get("notes") or []
     if r.hunks:
-        out += [f"- Proposal: `dreams/{r.dream_id}/proposal.diff` ({_plural(len(r.hunks), 'hunk')} in "
+        out += [f"- Proposal: `dreams/{r.dream_id}/proposal.diff` ({_plural(len(r.proposed), 'change')} in "
+                f"{_plural(len(r.hunks), 'hunk')} in "
                 f"{_plural(len(files), 'file')}: {', '.join(files)})",
                 f"- Review: `memory-server dream show {r.dream_id}`",
                 f"- Apply: `memory-server dream apply {r.dream_id}` (all), or `--hunks 1,3` for some",
@@ -75,18 +79,41 @@ def render_report(r: ReportInput) -> str:
                 ""]
     else:
         out += ["No changes to topics are proposed.", ""]
+    if r.origin == "agent":
+        out += [f"Items are taken in the order given, at most {r.max_changes} changes (`dream.max_hunks`): one item is "
+                "one change, whatever number of hunks it shows as.", ""]
+    if any(str(n).startswith("names not checked") for n in notes):
+        out += [f"**{next(n for n in notes if str(n).startswith('names not checked'))}.**", ""]
+    hunks_of: dict[str, list[int]] = {}
+    for hunk in r.hunks:
+        for k in hunk.keys:
+            hunks_of.setdefault(k, []).append(hunk.n)
+    shown: set[str] = set()
     for hunk in r.hunks:
         items = [r.proposed[k] for k in hunk.keys if k in r.proposed]
         out += [f"## Hunk {hunk.n}: {hunk.path}", ""]
+        if len(items) > 1:
+            out += [f"This hunk carries {len(items)} items (their lines are adjacent): applying or rejecting it "
+                    "takes them together.", ""]
         added = [t.rstrip("\r\n") for tag, t in hunk.lines if tag == "+" and t.strip()]
         if added:
             out += ["Proposed lines:", "", "```markdown", *added, "```", ""]
         for v in items:
-            out += [f"### {_one_line(v.item.statement, 160)}", ""] + _item_section(v, dates)
-    if r.held_back:
-        out += ["## Verified, waiting for the next proposal", "",
-                "Over the limit of hunks per proposal (`dream.max_hunks`); propose them again after this review:", ""]
-        out += [f"- {v.item.kind}: {_one_line(v.item.statement, 200)} (`{v.item.topic}`)" for v in r.held_back] + [""]
+            out += [f"### {_one_line(v.item.statement, 160)}", ""]
+            many = hunks_of.get(v.item.fingerprint, [])
+            if len(many) > 1:
+                out += [f"- One change over hunks {', '.join(map(str, many))}"
+                        + (" (described at the first)" if v.item.fingerprint in shown else ""), ""]
+            if v.item.fingerprint in shown:
+                continue
+            shown.add(v.item.fingerprint)
+            out += _item_section(v, dates)
+    if r.held_back or r.waiting_total:
+        waits = (f"{_plural(r.waiting_total, 'verified item')} wait in the dream state with their evidence; the "
+                 "next `memory-server dream gather` lists them first and `dream status` counts them.")
+        out += ["## Verified, waiting for the next proposal", "", waits + " Held back by this pass:", ""]
+        out += [f"- {v.item.kind}: {_one_line(v.item.statement, 200)} (`{v.item.topic}`): {why}"
+                for v, why in r.held_back] + [""]
     if r.listed:
         out += ["## Not promoted", "",
                 "Verified, but not for a topic: questions, hypotheses, things taken back, gaps.", ""]
@@ -108,7 +135,6 @@ def render_report(r: ReportInput) -> str:
         out += [f"- `{s['path']}` (updated {s['updated']}): {s['age_days']} days older than the newest session; its "
                 f"subject comes up in {_plural(len(s['sessions']), 'session')} since: "
                 + ", ".join(f"`{x}`" for x in s["sessions"][:5]) for s in stale] + [""]
-    notes = r.extra.get("notes") or []
     if notes:
         out += ["## Notes", ""] + [f"- {_one_line(n, 400)}" for n in notes] + [""]
     out += ["## Sessions read", ""] + [f"- `{s}`" for s in r.sessions] + [""]

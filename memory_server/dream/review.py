@@ -56,6 +56,7 @@ def dream_status(root: str | os.PathLike[str], *, clock: Callable[[], float] = t
         "due": due,
         "reason": reason,
         "unprocessed_sessions": len(gate.unprocessed_sessions(state)),
+        "waiting_items": len(state.get("held") or {}),  # verified items held back, listed by the next gather
         "last_dream": state.get("last_dream"),
         "last_dream_utc": format_time(state.get("last_dream")),
         "flag": gate.flag_path.exists(),

@@ -2,8 +2,8 @@
 
 Topic files are read once per dream (bytes, sha256, lines with their endings kept) so the proposal is made
 against exactly the text whose hash it records. An item the agent aimed at a topic without naming a
-section is placed by `place`: the section that shares the most content words with it, or, when the
-Memory has an embedding model, the one closest in meaning; else the end of the topic.
+section is placed by `place`: a section that shares enough content words with it and, when the Memory has
+an embedding model, is also close enough in meaning; else it goes to a `## Updates` section.
 """
 
 from __future__ import annotations
@@ -141,16 +141,18 @@ def embedder_of(memory: Any) -> Embedder | None:
 
 
 def place(statement: str, topic: TopicFile, settings: DreamSettings, embedder: Embedder | None = None) -> str:
-    """The heading of the section of `topic` a statement belongs to, or "" (the end of the topic).
+    """The heading of the section of `topic` a statement belongs to, or "" (none matches well enough).
 
-    A section is accepted when it holds `topic_match_min` of the statement's content words, or, with an
-    embedder, when the cosine of statement and section reaches `topic_semantic_min`; the best one wins.
+    Conservative: a section qualifies only when it holds `topic_match_min` of the statement's content
+    words and, when the Memory has an embedding model, is also `topic_semantic_min` close in meaning. Among
+    those, the closest in meaning wins (with a model), else the one sharing the most words. An item no
+    section qualifies for goes to a clearly named spot (`edits.section_for`), never the nearest guess.
     """
     found = sections(topic)
     wanted = topic_words(statement)
     if not found or not wanted:
         return ""
-    cosines = [0.0] * len(found)
+    cosines: list[float] | None = None
     if embedder is not None:
         try:
             vecs = np.asarray(embedder.embed([statement, *(f"{h}\n{t}" for h, t in found)]), dtype=np.float32)
@@ -158,10 +160,13 @@ def place(statement: str, topic: TopicFile, settings: DreamSettings, embedder: E
         except MemoryServerError as exc:
             log.warning("dream: the embedding model failed (%s); placing items by keywords only", exc)
     best, best_score = "", 0.0
-    for (head, text), cos in zip(found, cosines, strict=True):
+    for n, (head, text) in enumerate(found):
         overlap = len(wanted & topic_words(f"{head} {text}")) / len(wanted)
-        score = max(overlap if overlap >= settings.topic_match_min else 0.0,
-                    cos if cos >= settings.topic_semantic_min else 0.0)
+        if overlap < settings.topic_match_min or overlap == 0.0:
+            continue
+        if cosines is not None and cosines[n] < settings.topic_semantic_min:
+            continue
+        score = cosines[n] + 1.0 if cosines is not None else overlap
         if score > best_score:
             best, best_score = head, score
     return best

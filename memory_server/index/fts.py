@@ -316,7 +316,8 @@ class FtsIndex:
 
     def layers_present(self) -> set[str]:
         """The layers that have files in the index (cached until the index changes)."""
-        return self._cached("layers", lambda: {str(r[0]) for r in self.conn().execute("SELECT DISTINCT layer FROM files")})
+        sql = "SELECT DISTINCT layer FROM files"
+        return self._cached("layers", lambda: {str(r[0]) for r in self.conn().execute(sql)})
 
     def chunk_count(self) -> int:
         return self._cached("chunks", lambda: int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0]))
@@ -326,7 +327,9 @@ class FtsIndex:
         return self._cached(
             "count:" + expression,
             lambda: int(
-                self.conn().execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()[0]
+                self.conn()
+                .execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,))
+                .fetchone()[0]
             ),
         )
 

@@ -189,7 +189,7 @@ class Indexer(IndexRepairs):
         else:
             known = {p: r for p, r in known.items() if p in wanted}
             gone = [p for p in wanted if p in known and not (self.root.path / p).is_file()]
-            wanted = {p: l for p, l in wanted.items() if (self.root.path / p).is_file()}
+            wanted = {p: layer for p, layer in wanted.items() if (self.root.path / p).is_file()}
         total = len(wanted)
         self.fts.begin()
         try:

@@ -65,7 +65,8 @@ class IndexRepairs:
                 "ON k.path = f.path WHERE f.status != 'skipped' AND f.chunks != coalesce(k.n, 0)"
             )
         ]
-        orphans = [r[0] for r in c.execute("SELECT DISTINCT path FROM chunks WHERE path NOT IN (SELECT path FROM files)")]
+        sql = "SELECT DISTINCT path FROM chunks WHERE path NOT IN (SELECT path FROM files)"
+        orphans = [r[0] for r in c.execute(sql)]
         if not wrong and not orphans:
             return
         self.fts.begin()

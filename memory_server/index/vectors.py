@@ -340,4 +340,6 @@ class VectorIndex:
         dists = res["distances"][0]
         embs = res.get("embeddings")
         vecs = embs[0] if embs is not None and len(embs) else [None] * len(ids)
-        return [(i, 1.0 - float(d), None if v is None else np.asarray(v)) for i, d, v in zip(ids, dists, vecs)]
+        return [
+            (i, 1.0 - float(d), None if v is None else np.asarray(v)) for i, d, v in zip(ids, dists, vecs, strict=False)
+        ]

@@ -13,7 +13,8 @@ matter of existing files (session_id, transcript file name, lines), so no state 
 `.memory/` loses nothing. A transcript that grew gets a continuation (`…-part2.md`, part 3, …) covering only
 the new JSONL lines; an unchanged one gives nothing, and so does one without a single real request.
 `transcript_sha256` hashes the transcript's bytes from its start through the last line the file covers
-(for a finished single-part session: the whole file).
+(for a finished single-part session: the whole file). The transcript is read line by line and hashed as it
+is read, never held whole, and a huge tool output keeps only its head and tail (see `bounds.py`).
 
 Same input, same bytes out: no clock is read. Writing holds `.memory/compress.lock`, so two compressions
 of one transcript (SessionEnd racing PreCompact, two terminals) produce one file set.
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import os
 import re
@@ -55,7 +55,7 @@ from memory_server.files.writing import remove_stale_temps
 from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.text import SLUG_FILLER
 from memory_server.sessions.digest import Digest
-from memory_server.sessions.reader import Transcript, parse_transcript_bytes, read_transcript_bytes
+from memory_server.sessions.reader import Transcript, parse_transcript
 from memory_server.sessions.render import render
 
 log = logging.getLogger(__name__)
@@ -93,20 +93,21 @@ def compress_transcript(
             )
     path = path.absolute()
     with compression_lock(root, lock_timeout):
-        data = read_transcript_bytes(path)
-        full = parse_transcript_bytes(data, path)
+        # Read line by line, never whole (a transcript can run to hundreds of megabytes); a second read for
+        # a continuation stops where the first did, even if the session wrote more lines meanwhile.
+        full = parse_transcript(path)
         parts = existing_parts(root, full.session_id, path.name)
         start = max((p.last for p in parts), default=0) + 1
         if start > full.line_count:
             return []
-        t = full if start == 1 else parse_transcript_bytes(data, path, first_line=start)
+        t = full if start == 1 else parse_transcript(path, first_line=start, last_line=full.line_count)
         digest = Digest.of(t, full)
         # A first part needs a real request; a continuation needs anything new (not just summary records).
         if not (digest.has_activity if parts else digest.requests):
             return []
         number = max((p.part for p in parts), default=0) + 1
         previous = parts[-1].path.name if parts else None
-        text = render(digest, number, start, _sha256_through(data, full.line_count), previous)
+        text = render(digest, number, start, full.sha256, previous)
         folder, stem = _placement(root, full, parts, digest.goal)
         remove_stale_temps(folder)  # litter from a compression killed before its rename
         suffix = "" if number == 1 else f"-part{number}"
@@ -225,10 +226,3 @@ def slugify(text: str, words: int = 6) -> str:
     kept = [w for w in tokens if w not in SLUG_FILLER] or tokens
     return "-".join(kept[:words])[:60].strip("-") or "session"
 
-
-def _sha256_through(data: bytes, last_line: int) -> str:
-    end = 0
-    for _ in range(last_line):
-        nl = data.find(b"\n", end)
-        end = len(data) if nl < 0 else nl + 1
-    return hashlib.sha256(data[:end]).hexdigest()

@@ -93,6 +93,7 @@ class Transcript:
     incomplete_tail: bool = False
     record_types: Counter[str] = field(default_factory=Counter)
     results: dict[str, ToolResult] = field(default_factory=dict)
+    sha256: str = ""  # of the bytes of lines 1..line_count, as read
 
     def result_of(self, use: ToolUse) -> ToolResult | None:
         """The result answering a tool call, if the transcript has one."""

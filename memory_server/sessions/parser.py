@@ -17,18 +17,24 @@ has drifted across versions, so this parser takes what it recognises and counts 
 
 Positions are stable: `Message.line` / `Message.end_line` are 1-based JSONL line numbers, counted by "\\n"
 only (a JSON string may hold U+2028 or a lone "\\r", which str.splitlines would wrongly count as breaks).
-Nothing here raises: reading the file, the one step that can fail, is `reader.read_transcript_bytes`.
+Lines are read one at a time and a record's huge texts are cut to a bounded head and tail after redaction
+(`bounds.py`), so a transcript of any size parses in bounded memory. Nothing here raises but the lines'
+source: opening and reading the file, the one step that can fail, is `reader.parse_transcript`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import io
 import json
 import re
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memory_server.sessions.bounds import cut_long_strings, trim_cuts
 from memory_server.sessions.model import Message, ToolResult, ToolUse, Transcript
 from memory_server.sessions.redact import SessionRedactor
 
@@ -40,38 +46,84 @@ _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 
 def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1) -> Transcript:
     """Parse transcript bytes already read (see parse_transcript)."""
+    return parse_transcript_lines(io.BytesIO(data), path, first_line=first_line)
+
+
+def parse_transcript_lines(
+    lines: Iterable[bytes], path: str | Path, *, first_line: int = 1, last_line: int | None = None
+) -> Transcript:
+    """Parse a transcript from its raw lines, one at a time (an open binary file, or lines ending in "\\n").
+
+    Holds one line at a time: each record's huge texts are cut to a bounded head and tail after redaction
+    (`bounds.py`), and `Transcript.sha256` hashes the bytes of the lines read. Reading stops after
+    `last_line` lines when given (a transcript that grew since an earlier read is read as it was).
+    """
     path = Path(path)
     t = Transcript(path=path, session_id="", first_line=max(1, first_line))
     p = _Parser(t)
     redactor = SessionRedactor()  # secrets and <private> text out of every record, before anything reads it
-    lines = data.split(b"\n")
-    terminated = data.endswith(b"\n")
-    if terminated or not data:
-        lines.pop()  # the empty string after the final newline is not a line
-    t.line_count = len(lines)
-    for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
+    digest = hashlib.sha256()
+    n = 0
+    for raw in lines:
+        if last_line is not None and n >= last_line:
+            break
+        n += 1
+        terminated = raw.endswith(b"\n")
+        start, end = _strip_bounds(raw)
+        if start == end:
             t.blank_lines += 1
+            digest.update(raw)
             continue
-        text = raw.decode("utf-8", errors="replace")
+        # Decoded from a view (no stripped copy of a line that may hold megabytes), and the bytes let go
+        # before JSON is parsed: a huge line is in memory once as text and once as its parsed record.
+        text = str(memoryview(raw)[start:end], "utf-8", "replace")
+        if terminated:
+            digest.update(raw)
+            raw = b""
         if n == 1:
             text = text.lstrip("\ufeff")
         try:
             rec = json.loads(text)
         except (ValueError, RecursionError):
-            if n == len(lines) and not terminated:
-                t.incomplete_tail = True  # still being written: leave it for the next read
-                t.line_count -= 1
-            else:
-                t.bad_lines.append(n)
+            if not terminated:
+                n -= 1  # still being written: leave it for the next read (only the last line is unterminated)
+                t.incomplete_tail = True
+                break
+            t.bad_lines.append(n)
             continue
+        finally:
+            del text
+        digest.update(raw)  # the unterminated last line, now known to be whole
+        del raw
         if not isinstance(rec, dict):
             t.bad_lines.append(n)
             continue
-        p.record(redactor.record(rec), n)
+        try:
+            cuts = cut_long_strings(rec)
+            redactor.record(rec)
+            if cuts:
+                trim_cuts(rec, cuts)
+        except RecursionError:  # nested too deep to walk: a record nobody wrote by hand, read as bad
+            t.bad_lines.append(n)
+            continue
+        p.record(rec, n)
+    t.line_count = n
+    t.sha256 = digest.hexdigest()
     t.session_id = _session_id(path, [s for s in p.session_ids if s])
     return t
+
+
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
+
+
+def _strip_bounds(raw: bytes) -> tuple[int, int]:
+    """The slice raw[start:end] that bytes.strip() would give, without copying the line."""
+    start, end = 0, len(raw)
+    while end > start and raw[end - 1] in _WHITESPACE:
+        end -= 1
+    while start < end and raw[start] in _WHITESPACE:
+        start += 1
+    return start, end
 
 
 def _session_id(path: Path, seen: list[str]) -> str:

@@ -6,7 +6,8 @@ shapes live in `model.py` and the record-by-record parsing, with what it tolerat
 both are re-exported here, so import them from this module.
 
 Positions are stable: `Message.line` / `Message.end_line` are 1-based JSONL line numbers, counted by "\\n"
-only. Only `TranscriptError` is raised, and only when the file cannot be opened.
+only. The file is read one line at a time, never whole. Only `TranscriptError` is raised, and only
+when the file cannot be opened or read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from memory_server.sessions.model import (
     ToolUse,
     Transcript,
 )
-from memory_server.sessions.parser import parse_timestamp, parse_transcript_bytes
+from memory_server.sessions.parser import parse_timestamp, parse_transcript_bytes, parse_transcript_lines
 
 __all__ = [
     "LOCAL_COMMANDS",
@@ -37,30 +38,42 @@ __all__ = [
     "parse_timestamp",
     "parse_transcript",
     "parse_transcript_bytes",
+    "parse_transcript_lines",
     "read_transcript_bytes",
     "request_text",
     "transcript_messages",
 ]
 
 
-def parse_transcript(path: str | Path, *, first_line: int = 1) -> Transcript:
-    """Parse a transcript file; messages before `first_line` are skipped (session facts still come from them).
+def parse_transcript(path: str | Path, *, first_line: int = 1, last_line: int | None = None) -> Transcript:
+    """Parse a transcript file line by line; messages before `first_line` are skipped (session facts still
+    come from them), and lines after `last_line` (when given) are not read.
 
-    Raises TranscriptError only when the file cannot be opened or read.
+    Memory stays bounded whatever the file's size (see `parser.parse_transcript_lines`); the Transcript's
+    `sha256` hashes the lines read. Raises TranscriptError only when the file cannot be opened or read.
     """
-    return parse_transcript_bytes(read_transcript_bytes(path), path, first_line=first_line)
+    try:
+        with open(path, "rb") as fh:
+            return parse_transcript_lines(fh, path, first_line=first_line, last_line=last_line)
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
 
 
 def read_transcript_bytes(path: str | Path) -> bytes:
-    """The raw bytes of a transcript, or TranscriptError saying what to check."""
+    """The raw bytes of a (small) transcript, or TranscriptError saying what to check; prefer parse_transcript,
+    which never holds the whole file."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
-        raise TranscriptError(
-            f"cannot read transcript {path}: {exc.strerror or exc}; check that the path exists and is readable "
-            "(Claude Code keeps transcripts in ~/.claude/projects/<project>/<session-id>.jsonl)"
-        ) from exc
+        raise _unreadable(path, exc) from exc
+
+
+def _unreadable(path: str | Path, exc: OSError) -> TranscriptError:
+    return TranscriptError(
+        f"cannot read transcript {path}: {exc.strerror or exc}; check that the path exists and is readable "
+        "(Claude Code keeps transcripts in ~/.claude/projects/<project>/<session-id>.jsonl)"
+    )
 
 
 def transcript_messages(path: str | Path) -> list[Message]:

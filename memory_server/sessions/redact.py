@@ -48,6 +48,7 @@ __all__ = [
     "SessionRedactor",
     "clean",
     "drop_private",
+    "private_tags",
     "redact_for_report",
     "redact_secrets",
 ]
@@ -127,6 +128,15 @@ def _split_private(text: str, depth: int) -> tuple[str, list[str], int]:
         pos = m.end()
     (hidden if depth else out).append(text[pos:])
     return "".join(out), [h for h in hidden if h.strip()], depth
+
+
+def private_tags(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+    """The `<private>` tags within text[start:end]: (start, end, +1 opening / -1 closing / 0 self-closing).
+    For cutting a long text before it is redacted: what a removed middle did to the nesting is put back."""
+    out: list[tuple[int, int, int]] = []
+    for m in _PRIVATE_TAG.finditer(text, start, end):
+        out.append((m.start(), m.end(), 0 if m.group(2) == "/" else -1 if m.group(1) == "/" else 1))
+    return out
 
 
 def drop_private(text: str) -> str:

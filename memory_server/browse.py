@@ -1,0 +1,103 @@
+"""What `read_memory` and `list_topics` serve: the text behind a hit, and the topics with their front matter.
+
+The `Memory` facade (api.py) calls these; they only read (memory files only, streamed and bounded).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.files.paths import confine_memory
+from memory_server.files.reading import READ_MAX_CHARS, read_window
+from memory_server.parse.frontmatter import split_front_matter
+from memory_server.parse.markdown import iso_date
+from memory_server.sessions import transcript_layer as transcript_index
+
+if TYPE_CHECKING:
+    from memory_server.api import Memory
+
+
+
+def read(memory: Memory, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+    """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
+    `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines."""
+    if isinstance(path, str) and path.startswith(transcript_index.PREFIX):
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PathRefusedError(
+                "path is not valid Unicode (a lone surrogate): use a `path` from a search hit"
+            ) from None
+        return read_transcript_lines(memory, path, start_line, end_line)
+    real = confine_memory(memory.root.path, path)  # memory files only: never .env, .git/, sources
+    rel = memory.root.relpath(real)
+    start = 1 if start_line is None else start_line
+    bad = isinstance(start, bool) or isinstance(end_line, bool)
+    if bad or start < 1 or (end_line is not None and end_line < 1):
+        raise PathRefusedError("start_line and end_line are 1-based line numbers (1 or more)")
+    if end_line is not None and end_line < start:
+        raise PathRefusedError(f"end_line {end_line} is before start_line {start}")
+    window = read_window(real, rel, start, end_line)  # streamed: bounded per answer and per line
+    out: dict[str, Any] = {
+        "path": rel,
+        "start_line": window.start,
+        "end_line": window.end,
+        "total_lines": window.total,
+        "text": "\n".join(window.lines),
+    }
+    if window.truncated:
+        out["more"] = f"truncated: call read_memory with start_line={window.end + 1} for the rest"
+    if window.cut_lines:
+        out["cut_lines"] = list(window.cut_lines)
+    return out
+
+def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+    record = memory.fts.file(virtual)
+    if record is None or not record.source:
+        raise NotFoundError(
+            f"no indexed transcript {virtual!r}: use a path from a search_exact hit with layers=['transcript']"
+        )
+    source = transcript_index.confine(Path(record.source), memory.settings)
+    lines = transcript_index.read_transcript(source, start_line, end_line)
+    text: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) > READ_MAX_CHARS and text:
+            text.append("… truncated: ask for a narrower line range")
+            break
+        text.append(line)
+        used += len(line) + 1
+    return {"path": virtual, "start_line": start_line or 1, "end_line": end_line, "text": "\n".join(text)}
+
+def topic_count(memory: Memory) -> int:
+    """How many topic files there are (list_topics shows the first few of a large root)."""
+    return sum(1 for rel, layer in memory.root.memory_files() if layer == "topic" and rel.startswith("topics/"))
+
+def list_topics(memory: Memory, limit: int | None = None) -> list[dict[str, Any]]:
+    """Topic files with their title, description, updated date and tags (from front matter), in path
+    order: all of them, or the first `limit` (only those files are read)."""
+    topics: list[dict[str, Any]] = []
+    for rel, layer in memory.root.memory_files():
+        if layer != "topic" or not rel.startswith("topics/"):
+            continue
+        if limit is not None and len(topics) >= limit:
+            break
+        meta: dict[str, Any] = {}
+        try:
+            text = memory.root.read_text(rel, max_bytes=memory.settings.index.max_file_bytes).text
+            meta, _, _ = split_front_matter(text.splitlines())
+        except Exception:
+            pass
+        tags = meta.get("tags") or []
+        topics.append(
+            {
+                "path": rel,
+                "title": str(meta.get("title") or Path(rel).stem),
+                "description": str(meta.get("description") or ""),
+                "updated": iso_date(meta.get("updated")),
+                "tags": [str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
+            }
+        )
+    return topics
