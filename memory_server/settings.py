@@ -75,11 +75,11 @@ class RankingSettings(_Section):
     # with the weights below; "rrf": reciprocal-rank fusion with constant rrf_k. LoCoMo chose "score".
     fusion: Literal["score", "rrf"] = "score"
     rrf_k: float = Field(default=60.0, gt=0)
-    semantic_weight: float = Field(default=0.7, ge=0)
+    semantic_weight: float = Field(default=0.85, ge=0)
     keyword_weight: float = Field(default=1.0, ge=0)
     # Session routing: a chunk gains file_weight x (its file's summed top-`file_top` scores, relative to the
     # best file's) x the best fused score, so passages from the file that answers best rise together.
-    file_weight: float = Field(default=0.5, ge=0)
+    file_weight: float = Field(default=0.7, ge=0)
     file_top: int = Field(default=3, ge=1)
     # Context: the passages just before and after a strong candidate gain neighbour_weight x its score
     # (the answer often sits next to the passage that matches the question's words).

@@ -185,14 +185,13 @@ def from_compressed(root: MemoryRoot, rel: str, text: str) -> SessionEvidence:
 
 @functools.lru_cache(maxsize=1)
 def _reader_code() -> str:
-    """A hash of the code that reads transcripts: an upgrade that reads them differently misses the cache."""
-    import memory_server.sessions.events as events
-    import memory_server.sessions.parser as parser
-    import memory_server.sessions.redact as redact
+    """A hash of the code that reads transcripts (all of sessions/): an upgrade that reads them differently
+    misses the cache."""
+    import memory_server.sessions as sessions
 
     digest = hashlib.sha256()
-    for module in (events, parser, redact):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    for path in sorted(Path(str(sessions.__file__)).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\x00" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_server.files.sqlite import connect, is_damage, quarantine
+from memory_server.files.sqlite import connect, is_damage, quarantine, rollback
 from memory_server.parse.text import STOP_WORDS
 from memory_server.search.exact import TOKEN  # the same tokens FTS5's unicode61 tokenizer makes
 from memory_server.sessions.redact import redact_for_report
@@ -150,7 +150,7 @@ class RecallLog:
                     conn.execute("DELETE FROM events WHERE id <= ?", (int(cur.lastrowid or 0) - self.max_events,))
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    rollback(conn)  # SQLite may have rolled back already (a full disk): keep the real error
                     raise
             return True
         except (sqlite3.Error, OSError, TypeError, ValueError) as exc:
