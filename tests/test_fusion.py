@@ -117,3 +117,11 @@ def test_short_chunks_are_embedded_without_the_title() -> None:
     words = " ".join(["word"] * MIN_WORDS_FOR_CONTEXT)
     long = _chunk(f"**Why:** {words}", title="ADR 19", heading="Context")
     assert embed_text(long) == f"ADR 19 > Context\nWhy: {words}"
+
+
+def test_close_cosines_stay_close() -> None:
+    """Min-max over a tiny pool (a layer or date filter) must not stretch a 0.02 cosine gap to the whole
+    semantic weight."""
+    ranking = RankingSettings(keyword_weight=0.0)
+    scores = fuse([("a", 0.52), ("b", 0.50)], [], ranking)
+    assert scores["a"] - scores["b"] < 0.25 * ranking.semantic_weight  # min-max alone: the whole weight

@@ -17,6 +17,7 @@ on the exact text, so the old vectors are simply not found).
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from memory_server.parse.markdown import Chunk
 
@@ -37,7 +38,7 @@ def clean_body(text: str) -> str:
 
 def embed_text(chunk: Chunk) -> str:
     body = clean_body(chunk.text)
-    if len(WORD.findall(body)) < MIN_WORDS_FOR_CONTEXT:
+    if sum(1 for _ in islice(WORD.finditer(body), MIN_WORDS_FOR_CONTEXT)) < MIN_WORDS_FOR_CONTEXT:
         return body
     context = " > ".join(p for p in (chunk.title, chunk.heading) if p)
     if chunk.date:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from memory_server.parse.markdown import Chunk
 from memory_server.search.exact import content_terms, terms
@@ -42,6 +43,12 @@ def _stems(words: Iterable[str]) -> set[str]:
     return {w.casefold()[:PREFIX] for w in words}
 
 
+@lru_cache(maxsize=8192)
+def _text_stems(text: str) -> frozenset[str]:
+    """The word stems of a chunk's text (kept: the same candidates come back query after query)."""
+    return frozenset(_stems(terms(text)))
+
+
 def context_scores(query: str, chunks: Iterable[Chunk]) -> dict[str, float]:
     """Per chunk id, the share of the query's content words found in its title or heading and not in its
     own text (0 when none)."""
@@ -53,7 +60,7 @@ def context_scores(query: str, chunks: Iterable[Chunk]) -> dict[str, float]:
         around = _stems(terms(f"{chunk.title} {chunk.heading}")) & wanted
         if not around:
             continue
-        own = _stems(terms(chunk.text))
+        own = _text_stems(chunk.text)
         found = len(around - own)
         if found:
             out[chunk.id] = found / len(wanted)
@@ -68,14 +75,18 @@ def own_keyword_shares(query: str, chunks: Iterable[Chunk], idf: Callable[[str],
     out: dict[str, float] = {}
     if len(words) < 2:
         return out  # a query naming only the subject: the chunks that say it are the answer
+    weights: dict[str, float] = {}
     for chunk in chunks:
-        own = _stems(terms(chunk.text))
+        own = _text_stems(chunk.text)
         matched = [stem for stem in words if stem in own]
         if not matched:
             continue
         around = _stems(terms(f"{chunk.title} {chunk.heading}"))
-        total = sum(idf(words[stem]) for stem in matched)
-        kept = sum(idf(words[stem]) for stem in matched if stem not in around)
+        for stem in matched:
+            if stem not in weights:
+                weights[stem] = idf(words[stem])
+        total = sum(weights[stem] for stem in matched)
+        kept = sum(weights[stem] for stem in matched if stem not in around)
         out[chunk.id] = kept / total if total > 0 else 0.0
     return out
 
