@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 REPAIR_WAIT_SECONDS = 30.0
+CACHE_KEYS_KEPT = 20_000  # embedding-cache keys of search candidates remembered (_cache_key)
 
 
 def in_rank_order(hits: list[Hit]) -> list[Hit]:
@@ -89,6 +90,7 @@ class Memory:
         # Why background indexing stopped (the error, and when it is tried again); None while it works.
         self.index_failure: str | None = None
         self.on_repair_needed: Callable[[], None] | None = None  # the server's background sync sets this
+        self._cache_keys: dict[tuple[str, str, str, str | None, str], str] = {}
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
     @classmethod
@@ -246,9 +248,21 @@ class Memory:
         """Stored vectors of chunks, from the embedding cache (no model call)."""
         if self.embedder is None or not chunks:
             return {}
-        keys = {c.id: text_key(self.embedder.name, embed_text(c)) for c in chunks}
+        keys = {c.id: self._cache_key(c) for c in chunks}
         found = self.indexer.cache.get_many(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
+
+    def _cache_key(self, chunk: Chunk) -> str:
+        # Building a chunk's embedding text costs more than the rest of the lookup on long chunks, and the
+        # same candidates come back query after query: remember the key by what it is made of.
+        assert self.embedder is not None
+        memo = (chunk.id, chunk.title, chunk.heading, chunk.date, chunk.text)
+        key = self._cache_keys.get(memo)
+        if key is None:
+            if len(self._cache_keys) >= CACHE_KEYS_KEPT:
+                self._cache_keys.clear()
+            key = self._cache_keys[memo] = text_key(self.embedder.name, embed_text(chunk))
+        return key
 
     # -- reading and status (browse.py, status.py) ---------------------------------------------
 
