@@ -65,8 +65,12 @@ def source_state() -> dict[str, Any]:
     for path in sorted((REPO_DIR / "memory_server").rglob("*.py")):
         digest.update(str(path.relative_to(REPO_DIR)).encode() + b"\0" + path.read_bytes())
     try:
-        head = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "memory_server"], capture_output=True, text=True).stdout
+        head = subprocess.run(
+            ["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_DIR), "status", "--porcelain", "memory_server"], capture_output=True, text=True
+        ).stdout
     except OSError:
         head, dirty = "", ""
     return {"git_head": head, "src_dirty": bool(dirty.strip()), "src_sha256": digest.hexdigest()[:16]}
@@ -154,10 +158,10 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: s
     lines = []
     if title:
         lines.append(title)
-    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)))
     lines.append("  ".join("-" * w for w in widths))
     for row in text_rows:
-        lines.append("  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths)))
+        lines.append("  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths, strict=False)))
     return "\n".join(lines)
 
 

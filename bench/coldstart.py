@@ -131,11 +131,21 @@ def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
 def print_results(results: dict[str, Any], baselines: dict[str, Any] | None, info: dict[str, Any]) -> None:
     rows = []
     for order, data in results.items():
-        rows.append([order, data["runs"], *[data[s]["median"] if s in data else "-" for s in STEPS],
-                     f"{data['rss_bytes']['median'] / 1e6:.0f}" if "rss_bytes" in data else "-"])
-    print(benchlib.format_table(
-        ["order", "runs", "initialize s", "tools/list s", "1st search_exact s", "1st search_memory s", "RSS MB"], rows,
-        f"cold start on {info['root']} ({info['chunks']} chunks), seconds since spawn, median"))
+        rows.append(
+            [
+                order,
+                data["runs"],
+                *[data[s]["median"] if s in data else "-" for s in STEPS],
+                f"{data['rss_bytes']['median'] / 1e6:.0f}" if "rss_bytes" in data else "-",
+            ]
+        )
+    print(
+        benchlib.format_table(
+            ["order", "runs", "initialize s", "tools/list s", "1st search_exact s", "1st search_memory s", "RSS MB"],
+            rows,
+            f"cold start on {info['root']} ({info['chunks']} chunks), seconds since spawn, median",
+        )
+    )
     print()
     if baselines:
         rows = [[name, BASELINES[name], data["median_s"]] for name, data in baselines.items()]
@@ -152,8 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", help="an existing memory root (default: a generated one)")
     parser.add_argument("--chunks", type=int, default=1000, help="size of the generated root (default 1000)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed for the generated root")
-    parser.add_argument("--fake", action="store_true",
-                        help="FakeEmbedder for the index and the server (bench/fake_server.py): plumbing only")
+    parser.add_argument(
+        "--fake",
+        action="store_true",
+        help="FakeEmbedder for the index and the server (bench/fake_server.py): plumbing only",
+    )
     parser.add_argument("--exact-query", default="E-1234", help="the first search_exact query")
     parser.add_argument("--memory-query", default="why did the deploy fail", help="the first search_memory query")
     parser.add_argument("--no-baseline", action="store_true", help="skip the import/model-load breakdown")
@@ -180,8 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "coldstart",
         "environment": benchlib.environment(),
-        "config": {"runs": args.runs, "orders": orders, "exact_query": args.exact_query, "memory_query": args.memory_query,
-                   "server": "bench/fake_server.py (FakeEmbedder)" if args.fake else "memory-server serve"},
+        "config": {
+            "runs": args.runs,
+            "orders": orders,
+            "exact_query": args.exact_query,
+            "memory_query": args.memory_query,
+            "server": "bench/fake_server.py (FakeEmbedder)" if args.fake else "memory-server serve",
+        },
         "root": info,
         "results": results,
         "baseline": baselines,

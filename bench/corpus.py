@@ -21,47 +21,156 @@ from dataclasses import dataclass, field
 from memory_server.parse.markdown import parse_document
 
 COMPONENTS = [
-    "auth service", "billing worker", "ingest pipeline", "search indexer", "cache layer", "deploy script",
-    "metrics exporter", "job scheduler", "api gateway", "config loader", "retry queue", "session store",
-    "payment api", "email sender", "feature flags", "rate limiter", "backup job", "log shipper",
-    "web frontend", "mobile sync", "webhook relay", "report builder", "image resizer", "audit log",
-    "tenant router", "export service", "notification hub", "sandbox runner", "schema registry", "cdn purger",
+    "auth service",
+    "billing worker",
+    "ingest pipeline",
+    "search indexer",
+    "cache layer",
+    "deploy script",
+    "metrics exporter",
+    "job scheduler",
+    "api gateway",
+    "config loader",
+    "retry queue",
+    "session store",
+    "payment api",
+    "email sender",
+    "feature flags",
+    "rate limiter",
+    "backup job",
+    "log shipper",
+    "web frontend",
+    "mobile sync",
+    "webhook relay",
+    "report builder",
+    "image resizer",
+    "audit log",
+    "tenant router",
+    "export service",
+    "notification hub",
+    "sandbox runner",
+    "schema registry",
+    "cdn purger",
 ]
 NOUNS = [
-    "config", "payment", "batch", "token", "session", "invoice", "user", "order", "event", "schema", "cache",
-    "request", "worker", "queue", "report", "index", "snapshot", "webhook", "tenant", "metric", "ledger",
-    "upload", "thumbnail", "cursor", "lease", "shard", "manifest", "receipt", "refund", "quota",
+    "config",
+    "payment",
+    "batch",
+    "token",
+    "session",
+    "invoice",
+    "user",
+    "order",
+    "event",
+    "schema",
+    "cache",
+    "request",
+    "worker",
+    "queue",
+    "report",
+    "index",
+    "snapshot",
+    "webhook",
+    "tenant",
+    "metric",
+    "ledger",
+    "upload",
+    "thumbnail",
+    "cursor",
+    "lease",
+    "shard",
+    "manifest",
+    "receipt",
+    "refund",
+    "quota",
 ]
 VERBS = [
-    "load", "save", "retry", "parse", "flush", "sync", "validate", "resolve", "fetch", "build", "render",
-    "migrate", "rotate", "compact", "dispatch", "encode", "decode", "refresh", "prune", "merge", "reconcile",
-    "throttle", "enqueue", "drain", "hydrate",
+    "load",
+    "save",
+    "retry",
+    "parse",
+    "flush",
+    "sync",
+    "validate",
+    "resolve",
+    "fetch",
+    "build",
+    "render",
+    "migrate",
+    "rotate",
+    "compact",
+    "dispatch",
+    "encode",
+    "decode",
+    "refresh",
+    "prune",
+    "merge",
+    "reconcile",
+    "throttle",
+    "enqueue",
+    "drain",
+    "hydrate",
 ]
 CONST_HEADS = ["MAX", "MIN", "DEFAULT", "SAVE", "LOAD", "RETRY", "FLUSH", "CACHE", "BATCH", "POOL", "QUEUE", "LEASE"]
 CONST_TAILS = ["SIZE", "COUNT", "SECONDS", "LIMIT", "CONFIG", "PATH", "URL", "TTL", "INTERVAL", "DEPTH", "BYTES"]
-TABLES = ["orders", "invoices", "users", "sessions", "events", "payments", "tenants", "uploads", "ledger_entries", "jobs"]
+TABLES = [
+    "orders",
+    "invoices",
+    "users",
+    "sessions",
+    "events",
+    "payments",
+    "tenants",
+    "uploads",
+    "ledger_entries",
+    "jobs",
+]
 COLUMNS = ["tenant_id", "created_at", "status", "user_id", "external_ref", "updated_at", "amount_cents", "kind"]
 HOSTS = ["db-01", "db-02", "cache-03", "worker-07", "gw-edge-2", "build-runner-5", "queue-01", "search-04"]
 ENVS = ["staging", "production", "canary", "dev", "eu-west", "us-east"]
 FAILURES = [
-    "timed out after 30 seconds", "returned 502 to every client", "ran out of memory", "deadlocked on startup",
-    "dropped connections under load", "leaked file handles", "double-charged a handful of customers",
-    "hung on shutdown", "lost writes during failover", "logged secrets in plain text",
-    "flapped between replicas", "exceeded the upstream rate limit", "corrupted the nightly snapshot",
-    "served stale data for an hour", "crashed on malformed unicode",
+    "timed out after 30 seconds",
+    "returned 502 to every client",
+    "ran out of memory",
+    "deadlocked on startup",
+    "dropped connections under load",
+    "leaked file handles",
+    "double-charged a handful of customers",
+    "hung on shutdown",
+    "lost writes during failover",
+    "logged secrets in plain text",
+    "flapped between replicas",
+    "exceeded the upstream rate limit",
+    "corrupted the nightly snapshot",
+    "served stale data for an hour",
+    "crashed on malformed unicode",
 ]
 CAUSES = [
-    "a missing index on `{table}`", "the connection pool being too small", "clock skew between {host} and the others",
-    "an unbounded retry loop in `{func}`", "a stale cache entry for `{const}`", "DNS caching inside the container",
-    "a race between `{func}` and `{func2}`", "the default of `{const}` being far too low",
-    "a schema migration that locked `{table}` for minutes", "an expired TLS certificate on {host}",
-    "a off-by-one in the pagination cursor", "the {comp} reading the wrong environment ({env})",
+    "a missing index on `{table}`",
+    "the connection pool being too small",
+    "clock skew between {host} and the others",
+    "an unbounded retry loop in `{func}`",
+    "a stale cache entry for `{const}`",
+    "DNS caching inside the container",
+    "a race between `{func}` and `{func2}`",
+    "the default of `{const}` being far too low",
+    "a schema migration that locked `{table}` for minutes",
+    "an expired TLS certificate on {host}",
+    "a off-by-one in the pagination cursor",
+    "the {comp} reading the wrong environment ({env})",
 ]
 FIXES = [
-    "raised `{const}` to {num}", "added a jittered backoff to `{func}`", "moved `{func}` behind a feature flag",
-    "pinned the client to {ip}", "added an index on `{table}.{col}`", "split the batch into chunks of {num}",
-    "wrapped `{func}` in a transaction", "rolled back to {version}", "set `{const}={num}` in the {env} config",
-    "added a health check on port {port}", "made `{func}` idempotent with an `{col}` key",
+    "raised `{const}` to {num}",
+    "added a jittered backoff to `{func}`",
+    "moved `{func}` behind a feature flag",
+    "pinned the client to {ip}",
+    "added an index on `{table}.{col}`",
+    "split the batch into chunks of {num}",
+    "wrapped `{func}` in a transaction",
+    "rolled back to {version}",
+    "set `{const}={num}` in the {env} config",
+    "added a health check on port {port}",
+    "made `{func}` idempotent with an `{col}` key",
 ]
 DECISIONS = [
     "We decided to keep the {comp} on a single writer until the migration lands.",
@@ -188,7 +297,7 @@ class _Gen:
                 f"        result = {f['func2']}({f['noun']})",
                 "        if result.ok:",
                 "            return result",
-                f"    raise RuntimeError(\"{f['error']}: {f['func']} gave up after {{retries}} attempts\")",
+                f'    raise RuntimeError("{f["error"]}: {f["func"]} gave up after {{retries}} attempts")',
             ]
         elif kind == "bash":
             body = [
@@ -223,7 +332,7 @@ class _Gen:
 def _session(gen: _Gen, n: int, start: dt.date) -> tuple[str, str]:
     rng = gen.rng
     day = start + dt.timedelta(days=rng.randint(0, 729))
-    sid = "%08x" % rng.getrandbits(32)
+    sid = f"{rng.getrandbits(32):08x}"
     comp = gen.pick(COMPONENTS)
     slug = comp.replace(" ", "-") + "-" + gen.pick(VERBS)
     started = dt.datetime.combine(day, dt.time(rng.randint(7, 20), rng.randint(0, 59)))
@@ -235,7 +344,7 @@ def _session(gen: _Gen, n: int, start: dt.date) -> tuple[str, str]:
         f"cwd: /home/dev/src/{gen.pick(NOUNS)}-platform",
         f"branch: fix/{slug}",
         f"transcript: ~/.claude/projects/-home-dev-src/{sid}.jsonl",
-        f"transcript_sha256: {'%064x' % rng.getrandbits(256)}",
+        f"transcript_sha256: {f'{rng.getrandbits(256):064x}'}",
         "---",
         "",
         f"# {gen.pick(VERBS).capitalize()} the {comp}: {gen.pick(FAILURES)}",
@@ -256,7 +365,10 @@ def _session(gen: _Gen, n: int, start: dt.date) -> tuple[str, str]:
         else:
             lines += [*gen.code(), ""]
     lines += ["## Decisions", "", *gen.items(DECISIONS, 1, 4), "", "## Errors seen", ""]
-    lines += [f"- {gen.fill('{error} from `{func}` on {host} ({ip}): ' + gen.pick(FAILURES))}" for _ in range(rng.randint(1, 4))]
+    lines += [
+        f"- {gen.fill('{error} from `{func}` on {host} ({ip}): ' + gen.pick(FAILURES))}"
+        for _ in range(rng.randint(1, 4))
+    ]
     lines.append("")
     rel = f"sessions/compressed/{day.year}/{day.isoformat()}-{sid}-{slug}.md"
     return rel, "\n".join(lines)
@@ -299,7 +411,7 @@ def _topic(gen: _Gen, n: int, start: dt.date) -> tuple[str, str]:
             lines += [*gen.items(STEPS, 4, 8, numbered=True), ""]
         else:
             for _ in range(rng.randint(2, 4)):
-                lines += ([*gen.code(), ""] if rng.random() < 0.25 else [gen.paragraph(), ""])
+                lines += [*gen.code(), ""] if rng.random() < 0.25 else [gen.paragraph(), ""]
             lines += [*gen.items(PROSE, 2, 5), ""]
     return f"topics/{slug}.md", "\n".join(lines)
 

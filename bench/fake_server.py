@@ -20,11 +20,14 @@ from memory_server.testing import FakeEmbedder
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/fake_server.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="bench/fake_server.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--root", required=True, help="the memory root")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="memory-server: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="memory-server: %(levelname)s %(name)s: %(message)s"
+    )
     serve(Memory.open_lenient(args.root, embedder=FakeEmbedder()))
     return 0
 

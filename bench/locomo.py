@@ -148,7 +148,9 @@ def turn_line(turn: dict[str, Any]) -> str:
     return line
 
 
-def render_session(sample_id: str, speakers: tuple[str, str], number: int, when: str, turns: list[dict[str, Any]]) -> SessionFile:
+def render_session(
+    sample_id: str, speakers: tuple[str, str], number: int, when: str, turns: list[dict[str, Any]]
+) -> SessionFile:
     """A compressed-session file for one conversation session, and where each turn landed."""
     started = parse_date(when)
     title = f"{speakers[0]} and {speakers[1]}: session {number}"
@@ -181,7 +183,9 @@ def build_conversation(index: int, sample: dict[str, Any], max_questions: int | 
         turns = conv[f"session_{number}"]
         if not turns:
             continue
-        sessions.append(render_session(sample["sample_id"], speakers, number, conv[f"session_{number}_date_time"], turns))
+        sessions.append(
+            render_session(sample["sample_id"], speakers, number, conv[f"session_{number}_date_time"], turns)
+        )
         known.update(str(t["dia_id"]) for t in turns)
     questions: list[Question] = []
     dropped: list[str] = []
@@ -201,9 +205,7 @@ def build_conversation(index: int, sample: dict[str, Any], max_questions: int | 
 
 def load_conversations(path: Path, indices: Sequence[int] | None, max_questions: int | None) -> list[Conversation]:
     if not path.is_file():
-        raise SystemExit(
-            f"LoCoMo data not found at {path}: set {benchlib.DATA_ENV} to the folder holding {DATA_FILE}"
-        )
+        raise SystemExit(f"LoCoMo data not found at {path}: set {benchlib.DATA_ENV} to the folder holding {DATA_FILE}")
     samples = json.loads(path.read_text(encoding="utf-8"))
     chosen = range(len(samples)) if indices is None else indices
     return [build_conversation(i, samples[i], max_questions) for i in chosen]
@@ -484,7 +486,7 @@ def sweep(
     rows: list[dict[str, Any]] = []
     combos = list(itertools.product(*[values for _, _, values in grid]))
     for n, combo in enumerate(combos, 1):
-        overrides = [(s, key, v) for (s, key, _), v in zip(grid, combo)]
+        overrides = [(s, key, v) for (s, key, _), v in zip(grid, combo, strict=False)]
         settings = copy.deepcopy(base)
         apply_overrides(settings, benchlib.overrides_to_mapping(overrides), source="sweep")
         scored: list[dict[str, Any]] = []
@@ -537,8 +539,15 @@ def print_results(results: dict[str, Any]) -> None:
         members = next(iter(results.values()))["splits"][split]["conversations"]
         print(benchlib.format_table(headers, rows, f"split {split} (conversations {members}), by category"))
         print()
-    rows = [[mode, *[res["latency"][key] for key in ("n", "mean_ms", "p50_ms", "p95_ms", "max_ms")]] for mode, res in results.items()]
-    print(benchlib.format_table(["mode", "queries", "mean ms", "p50 ms", "p95 ms", "max ms"], rows, "latency per query (in process)"))
+    rows = [
+        [mode, *[res["latency"][key] for key in ("n", "mean_ms", "p50_ms", "p95_ms", "max_ms")]]
+        for mode, res in results.items()
+    ]
+    print(
+        benchlib.format_table(
+            ["mode", "queries", "mean ms", "p50 ms", "p95 ms", "max ms"], rows, "latency per query (in process)"
+        )
+    )
     print()
 
 
@@ -549,9 +558,20 @@ def print_sweep(data: dict[str, Any]) -> None:
     for row in data["rows"]:
         is_default = all(row["overrides"][k] == data["defaults"][k] for k in keys)
         rows.append(
-            [*[row["overrides"][k] for k in keys], *metric_cells(row["metrics"]), row["latency"]["p50_ms"], "<- defaults" if is_default else ""]
+            [
+                *[row["overrides"][k] for k in keys],
+                *metric_cells(row["metrics"]),
+                row["latency"]["p50_ms"],
+                "<- defaults" if is_default else "",
+            ]
         )
-    print(benchlib.format_table(headers, rows, f"sweep of search_memory settings on the tune split {data['conversations']}, best turn R@10 first"))
+    print(
+        benchlib.format_table(
+            headers,
+            rows,
+            f"sweep of search_memory settings on the tune split {data['conversations']}, best turn R@10 first",
+        )
+    )
     print()
 
 
@@ -577,17 +597,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--conversations", help="subset of conversations by index, e.g. 0,1 or 2-9 (default: all 10)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated modes out of {', '.join(MODES)}")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="settings override for every mode, e.g. ranking.rrf_k=30 (repeatable)")
-    parser.add_argument("--k", type=int, default=20, help="hits asked per query (default 20; >= 10 turns are needed for R@10)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="settings override for every mode, e.g. ranking.rrf_k=30 (repeatable)",
+    )
+    parser.add_argument(
+        "--k", type=int, default=20, help="hits asked per query (default 20; >= 10 turns are needed for R@10)"
+    )
     parser.add_argument("--fake", action="store_true", help="FakeEmbedder instead of all-MiniLM-L6-v2 (plumbing only)")
-    parser.add_argument("--max-questions", type=int, default=None, help="ask at most N questions per conversation (smoke runs)")
-    parser.add_argument("--sweep", action="store_true", help="also evaluate a grid of ranking settings on the tune split")
-    parser.add_argument("--grid", action="append", default=None, metavar="SECTION.KEY=V1,V2,...",
-                        help=f"a sweep axis (repeatable); default: {' '.join(DEFAULT_GRID)}")
-    parser.add_argument("--embed-variant", choices=EMBED_VARIANTS, default="context",
-                        help="experiment: 'body' embeds chunks without the title/heading/date line (own roots)")
-    parser.add_argument("--roots", help="folder for the conversations' memory roots (default: bench/results/roots/locomo-<embedder>)")
+    parser.add_argument(
+        "--max-questions", type=int, default=None, help="ask at most N questions per conversation (smoke runs)"
+    )
+    parser.add_argument(
+        "--sweep", action="store_true", help="also evaluate a grid of ranking settings on the tune split"
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=None,
+        metavar="SECTION.KEY=V1,V2,...",
+        help=f"a sweep axis (repeatable); default: {' '.join(DEFAULT_GRID)}",
+    )
+    parser.add_argument(
+        "--embed-variant",
+        choices=EMBED_VARIANTS,
+        default="context",
+        help="experiment: 'body' embeds chunks without the title/heading/date line (own roots)",
+    )
+    parser.add_argument(
+        "--roots", help="folder for the conversations' memory roots (default: bench/results/roots/locomo-<embedder>)"
+    )
     parser.add_argument("--fresh", action="store_true", help="delete the roots first (re-index everything)")
     parser.add_argument("--details", action="store_true", help="keep each question's hits in the JSON")
     parser.add_argument("--data", help=f"path of {DATA_FILE} (default: ${benchlib.DATA_ENV} or ../shared/bench)")
@@ -649,7 +692,10 @@ def main(argv: list[str] | None = None) -> int:
         out["sweep"] = sweep_data
     if args.details:
         out["questions"] = rows
-    print(f"embedder: {embedder.name}{' (FAKE: plumbing only, not a quality number)' if args.fake else ''}; k={args.k} hits per query")
+    print(
+        f"embedder: {embedder.name}{' (FAKE: plumbing only, not a quality number)' if args.fake else ''}; "
+        f"k={args.k} hits per query"
+    )
     print_results(results)
     if sweep_data is not None:
         print_sweep(sweep_data)

@@ -266,9 +266,15 @@ def disk_usage(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"total": benchlib.tree_size(state)}
     if state.is_dir():
         for entry in sorted(state.iterdir()):
-            out[entry.name] = benchlib.tree_size(entry) if entry.is_dir() else {
-                "apparent_bytes": entry.stat().st_size, "allocated_bytes": entry.stat().st_blocks * 512, "files": 1
-            }
+            out[entry.name] = (
+                benchlib.tree_size(entry)
+                if entry.is_dir()
+                else {
+                    "apparent_bytes": entry.stat().st_size,
+                    "allocated_bytes": entry.stat().st_blocks * 512,
+                    "files": 1,
+                }
+            )
     return out
 
 
@@ -289,7 +295,13 @@ async def server_phase(
 
 
 async def _server_steps(
-    root: Path, rel: str, original: str, queries: list[tuple[str, str]], edits: int, errlog: Any, out: dict[str, Any],
+    root: Path,
+    rel: str,
+    original: str,
+    queries: list[tuple[str, str]],
+    edits: int,
+    errlog: Any,
+    out: dict[str, Any],
     fake: bool,
 ) -> dict[str, Any]:
     async with benchlib.mcp_server(root, errlog=errlog, fake=fake) as (server, marks):
@@ -393,7 +405,11 @@ async def model_rss_phase(root: Path, queries: list[tuple[str, str]], errlog: An
 
 
 def run_size(size: int, args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    root = Path(args.roots) / f"scale-{size}-{args.seed}" if args.roots else benchlib.RESULTS_DIR / "roots" / f"scale-{size}-{args.seed}"
+    root = (
+        Path(args.roots) / f"scale-{size}-{args.seed}"
+        if args.roots
+        else benchlib.RESULTS_DIR / "roots" / f"scale-{size}-{args.seed}"
+    )
     benchlib.log(f"[scale {size}] generating corpus")
     started = time.perf_counter()
     corpus = corpus_mod.generate(size, seed=args.seed)
@@ -462,54 +478,140 @@ def print_results(results: list[dict[str, Any]]) -> None:
     rows = []
     for r in results:
         full = r["index_full"]
-        rows.append([
-            r["chunks"], r["files"], mb(r["markdown_bytes"]), r["index_keyword_only"]["seconds"], full["seconds"],
-            full["keyword_stage_seconds"], full["embed_seconds"], full["chroma_open_seconds"], full["vector_store_seconds"],
-            r["reindex"]["reindex_noop_seconds"], r["reindex"].get("rebuild_warm_cache_seconds", "-"),
-            r["embedder"] + (" (FAKE)" if r["vectors_fake"] else ""), full["embed_texts_per_second"],
-        ])
-    print(benchlib.format_table(
-        ["chunks", "files", "md MB", "kw index s", "full index s", "  read s", "  embed s", "  chroma open s", "  chroma write s", "noop reindex s", "rebuild s", "embedder", "texts/s"],
-        rows, "indexing (full = keyword + vectors from nothing; rebuild reuses the embedding cache)"))
+        rows.append(
+            [
+                r["chunks"],
+                r["files"],
+                mb(r["markdown_bytes"]),
+                r["index_keyword_only"]["seconds"],
+                full["seconds"],
+                full["keyword_stage_seconds"],
+                full["embed_seconds"],
+                full["chroma_open_seconds"],
+                full["vector_store_seconds"],
+                r["reindex"]["reindex_noop_seconds"],
+                r["reindex"].get("rebuild_warm_cache_seconds", "-"),
+                r["embedder"] + (" (FAKE)" if r["vectors_fake"] else ""),
+                full["embed_texts_per_second"],
+            ]
+        )
+    print(
+        benchlib.format_table(
+            [
+                "chunks",
+                "files",
+                "md MB",
+                "kw index s",
+                "full index s",
+                "  read s",
+                "  embed s",
+                "  chroma open s",
+                "  chroma write s",
+                "noop reindex s",
+                "rebuild s",
+                "embedder",
+                "texts/s",
+            ],
+            rows,
+            "indexing (full = keyword + vectors from nothing; rebuild reuses the embedding cache)",
+        )
+    )
     print()
     rows = []
     for r in results:
         s, e = r["search"], r["edit"]
         server = r.get("server", {})
-        rows.append([
-            r["chunks"], s["search_exact"]["p50_ms"], s["search_exact"]["p95_ms"], s["search_memory"]["p50_ms"],
-            s["search_memory"]["p95_ms"], s["first_search_memory_ms"], e["keyword_only_median_ms"], e["with_vectors_median_ms"],
-            server.get("edit_to_searchable_median_ms", "-"),
-            ",".join("-" if x is None else str(x) for x in e.get("search_memory_rank_of_edited_chunk", [])),
-        ])
-    print(benchlib.format_table(
-        ["chunks", "exact p50", "exact p95", "memory p50", "memory p95", "1st memory", "edit kw", "edit +vec", "edit via server", "rank of edit"],
-        rows, "search latency (ms, in process, ~200 queries), edit-to-searchable (ms, median), and where search_memory\n"
-        "ranks the one chunk holding the edit's unique token (- = not in the top 10)"))
+        rows.append(
+            [
+                r["chunks"],
+                s["search_exact"]["p50_ms"],
+                s["search_exact"]["p95_ms"],
+                s["search_memory"]["p50_ms"],
+                s["search_memory"]["p95_ms"],
+                s["first_search_memory_ms"],
+                e["keyword_only_median_ms"],
+                e["with_vectors_median_ms"],
+                server.get("edit_to_searchable_median_ms", "-"),
+                ",".join("-" if x is None else str(x) for x in e.get("search_memory_rank_of_edited_chunk", [])),
+            ]
+        )
+    print(
+        benchlib.format_table(
+            [
+                "chunks",
+                "exact p50",
+                "exact p95",
+                "memory p50",
+                "memory p95",
+                "1st memory",
+                "edit kw",
+                "edit +vec",
+                "edit via server",
+                "rank of edit",
+            ],
+            rows,
+            "search latency (ms, in process, ~200 queries), edit-to-searchable (ms, median), and where search_memory\n"
+            "ranks the one chunk holding the edit's unique token (- = not in the top 10)",
+        )
+    )
     print()
     rows = []
     for r in results:
         server = r.get("server", {})
         d = r["disk"]
-        rows.append([
-            r["chunks"], mb(d["total"]["apparent_bytes"]), mb(d.get("index.sqlite3", {}).get("apparent_bytes")),
-            mb(d.get("embeddings.sqlite3", {}).get("apparent_bytes")), mb(d.get("chroma", {}).get("apparent_bytes")),
-            mb(server.get("rss_steps_bytes", {}).get("after_start")), mb(server.get("rss_bytes")), mb(server.get("peak_rss_bytes")),
-            server.get("search_exact", {}).get("p50_ms", "-"), server.get("search_memory", {}).get("p50_ms", "-"),
-            server.get("search_memory", {}).get("p95_ms", "-"),
-        ])
-    print(benchlib.format_table(
-        ["chunks", ".memory MB", "fts MB", "emb cache MB", "chroma MB", "RSS start MB", "RSS end MB", "peak MB", "mcp exact p50", "mcp memory p50", "mcp memory p95"],
-        rows, "disk and a real server (MCP stdio round trips, ms)"))
+        rows.append(
+            [
+                r["chunks"],
+                mb(d["total"]["apparent_bytes"]),
+                mb(d.get("index.sqlite3", {}).get("apparent_bytes")),
+                mb(d.get("embeddings.sqlite3", {}).get("apparent_bytes")),
+                mb(d.get("chroma", {}).get("apparent_bytes")),
+                mb(server.get("rss_steps_bytes", {}).get("after_start")),
+                mb(server.get("rss_bytes")),
+                mb(server.get("peak_rss_bytes")),
+                server.get("search_exact", {}).get("p50_ms", "-"),
+                server.get("search_memory", {}).get("p50_ms", "-"),
+                server.get("search_memory", {}).get("p95_ms", "-"),
+            ]
+        )
+    print(
+        benchlib.format_table(
+            [
+                "chunks",
+                ".memory MB",
+                "fts MB",
+                "emb cache MB",
+                "chroma MB",
+                "RSS start MB",
+                "RSS end MB",
+                "peak MB",
+                "mcp exact p50",
+                "mcp memory p50",
+                "mcp memory p95",
+            ],
+            rows,
+            "disk and a real server (MCP stdio round trips, ms)",
+        )
+    )
     print()
     rows = [
-        [r["chunks"], mb(w.get("rss_bytes")), mb(w.get("peak_rss_bytes")), w.get("search_memory", {}).get("p50_ms", "-")]
-        for r in results if (w := r.get("server_with_model"))
+        [
+            r["chunks"],
+            mb(w.get("rss_bytes")),
+            mb(w.get("peak_rss_bytes")),
+            w.get("search_memory", {}).get("p50_ms", "-"),
+        ]
+        for r in results
+        if (w := r.get("server_with_model"))
     ]
     if rows:
-        print(benchlib.format_table(
-            ["chunks", "RSS end MB", "peak MB", "mcp memory p50"], rows,
-            "sizes with FAKE vectors: the real server with the model loaded on the same store"))
+        print(
+            benchlib.format_table(
+                ["chunks", "RSS end MB", "peak MB", "mcp memory p50"],
+                rows,
+                "sizes with FAKE vectors: the real server with the model loaded on the same store",
+            )
+        )
         print()
 
 
@@ -518,16 +620,29 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bench/scale.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated chunk counts (default 1000,10000)")
-    parser.add_argument("--fake", action="store_true", help="FakeEmbedder for the vectors (no model): say so in the results")
-    parser.add_argument("--fake-from", type=int, default=None, metavar="N",
-                        help="use FakeEmbedder only for sizes >= N (e.g. 100000), the real model below")
+    parser.add_argument(
+        "--fake", action="store_true", help="FakeEmbedder for the vectors (no model): say so in the results"
+    )
+    parser.add_argument(
+        "--fake-from",
+        type=int,
+        default=None,
+        metavar="N",
+        help="use FakeEmbedder only for sizes >= N (e.g. 100000), the real model below",
+    )
     parser.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     parser.add_argument("--queries", type=int, default=200, help="search queries per size (default 200)")
     parser.add_argument("--edits", type=int, default=3, help="edits timed per variant (default 3)")
     parser.add_argument("--no-server", action="store_true", help="skip the real-server phase")
     parser.add_argument("--no-rebuild", action="store_true", help="skip the rebuild-with-warm-cache timing")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="settings override, e.g. ranking.rrf_k=30 (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="settings override, e.g. ranking.rrf_k=30 (repeatable)",
+    )
     parser.add_argument("--roots", help="folder for the generated roots (default bench/results/roots)")
     parser.add_argument("--server-log", help="append the server's stderr (its log) to this file")
     parser.add_argument("--json-out", help="where to write the JSON results (default bench/results/scale.json)")
@@ -548,19 +663,28 @@ def main(argv: list[str] | None = None) -> int:
         benchlib.write_json(path, _output(args, sizes, fake_all, results))  # after each size: a crash keeps the rest
     print_results(results)
     if any(r["vectors_fake"] for r in results):
-        print("FAKE: sizes marked (FAKE) used FakeEmbedder for the vectors (index, searches and the server): their "
-              "embed times and semantic rankings are not the model's, and the server's RSS lacks the model.")
+        print(
+            "FAKE: sizes marked (FAKE) used FakeEmbedder for the vectors (index, searches and the server): their "
+            "embed times and semantic rankings are not the model's, and the server's RSS lacks the model."
+        )
     print(f"results: {path}")
     return 0
 
 
-def _output(args: argparse.Namespace, sizes: list[int], fake_all: bool, results: list[dict[str, Any]]) -> dict[str, Any]:
+def _output(
+    args: argparse.Namespace, sizes: list[int], fake_all: bool, results: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "benchmark": "scale",
         "environment": benchlib.environment(),
         "config": {
-            "sizes": sizes, "seed": args.seed, "queries": args.queries, "edits": args.edits,
-            "overrides": [o for o in args.overrides], "fake": fake_all, "fake_from": args.fake_from,
+            "sizes": sizes,
+            "seed": args.seed,
+            "queries": args.queries,
+            "edits": args.edits,
+            "overrides": [o for o in args.overrides],
+            "fake": fake_all,
+            "fake_from": args.fake_from,
         },
         "results": results,
     }

@@ -103,9 +103,12 @@ class RankingSettings(_Section):
     # BM25 of a chunk holding every query word): a match counts by the share of the query it covers, so
     # common words alone, or one word of a long question, stay small instead of reaching 1.
     keyword_floor: float = Field(default=0.3, ge=0)
-    phrase_bonus: float = Field(default=1.0, ge=0)  # a chunk holding the query itself (2+ tokens) gains this x keyword_weight
-    context_weight: float = Field(default=0.1, ge=0)  # query words only in a chunk's title/heading: this x keyword_weight x share
-    assistant_weight: float = Field(default=0.4, ge=0, le=1)  # in sessions, the assistant's lines weigh this share of the user's
+    # A chunk holding the query itself (2+ tokens) gains phrase_bonus x keyword_weight.
+    phrase_bonus: float = Field(default=1.0, ge=0)
+    # Query words found only in a chunk's title/heading: context_weight x keyword_weight x their share.
+    context_weight: float = Field(default=0.1, ge=0)
+    # In sessions, the assistant's lines weigh this share of the user's (they mostly restate the user).
+    assistant_weight: float = Field(default=0.4, ge=0, le=1)
 
 
 class EmbeddingSettings(_Section):

@@ -83,12 +83,15 @@ def write_large_transcript(path: Path, huge_outputs: int, huge_mb: int, normal_m
 
 _COMPRESS = textwrap.dedent(
     """
-    import resource, sys
+    import sys
     from memory_server.files.root import MemoryRoot
     from memory_server.sessions.compress import compress_transcript
     written = compress_transcript(sys.argv[1], MemoryRoot(sys.argv[2]))
     print(len(written))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    # VmHWM is this address space's own peak; ru_maxrss keeps the parent's peak across fork and exec,
+    # so it would report the test runner's memory, not the compression's.
+    with open("/proc/self/status") as status:
+        print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
     """
 )
 

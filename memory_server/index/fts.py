@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from memory_server.files.sqlite import connect, is_damage
+from memory_server.files.sqlite import connect, is_damage, rollback
 from memory_server.parse.markdown import Chunk
 
 log = logging.getLogger(__name__)
@@ -354,6 +354,4 @@ class FtsIndex:
         self.conn().execute("COMMIT")
 
     def rollback(self) -> None:
-        c = self.conn()
-        if c.in_transaction:
-            c.execute("ROLLBACK")
+        rollback(self.conn())  # quietly, if SQLite already rolled back: the caller raises the real error
