@@ -45,7 +45,7 @@ from numpy.typing import NDArray  # noqa: E402
 
 from memory_server.api import Memory  # noqa: E402
 from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
-from memory_server.search.hybrid import Hit  # noqa: E402
+from memory_server.search.query import Hit  # noqa: E402
 from memory_server.settings import Settings, apply_overrides  # noqa: E402
 from memory_server.testing import FakeEmbedder  # noqa: E402
 

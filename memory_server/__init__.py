@@ -28,12 +28,12 @@ from memory_server.errors import (
 
 if TYPE_CHECKING:
     from memory_server.api import Memory
-    from memory_server.search.hybrid import Hit
+    from memory_server.search.query import Hit
     from memory_server.settings import Settings, load_settings
 
 __version__ = "0.1.0"
 
-_LAZY = {"Memory": "api", "Hit": "search.hybrid", "Settings": "settings", "load_settings": "settings"}
+_LAZY = {"Memory": "api", "Hit": "search.query", "Settings": "settings", "load_settings": "settings"}
 
 
 def __getattr__(name: str) -> object:

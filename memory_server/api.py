@@ -31,7 +31,8 @@ from memory_server.index.fts import CorruptIndexError, FtsIndex
 from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk
-from memory_server.search.hybrid import Hit, search_exact, search_hybrid, validate
+from memory_server.search.hybrid import search_exact, search_hybrid
+from memory_server.search.query import Hit, validate
 from memory_server.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict
 
-from memory_server.search.hybrid import Hit
+from memory_server.search.query import Hit
 
 Layer = Literal["topic", "session", "transcript"]
 

@@ -28,7 +28,7 @@ from mcp_client import connect, payload
 
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.errors import MemoryServerError
-from memory_server.search.hybrid import Hit
+from memory_server.search.query import Hit
 
 HOSTILE = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 HUGE_RUNS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)

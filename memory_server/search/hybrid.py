@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from memory_server.errors import QueryError, VectorStoreError
+from memory_server.errors import QueryError
 from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FtsIndex
 from memory_server.index.vectors import VectorIndex, date_number
 from memory_server.parse.markdown import Chunk
+from memory_server.search.diversity import diversify
 from memory_server.search.exact import (
     KeywordHit,
-    clean_query,
     content_terms,
     context_candidates,
     exact_search,
@@ -37,135 +35,17 @@ from memory_server.search.exact import (
     quote,
     terms,
 )
+from memory_server.search.query import (
+    LAYER_RANK,
+    Hit,
+    Query,
+    fit_budget,
+)
 from memory_server.search.signals import context_scores, idf, is_assistant, keyword_scale, own_keyword_shares
 from memory_server.settings import RankingSettings, SearchSettings
 
-LAYERS = ("topic", "session", "transcript")
-LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
-DEFAULT_LAYERS = ("topic", "session")
-DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 INDEX_FILE = "MEMORY.md"
 MIN_COSINE_SPAN = 0.1
-
-
-@dataclass
-class Hit:
-    """One search result, as the tools return it."""
-
-    path: str
-    start_line: int
-    end_line: int
-    layer: str
-    title: str
-    heading: str
-    date: str | None
-    score: float
-    text: str
-    match: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["match"] is None:
-            del d["match"]
-        d["score"] = round(self.score, 6)
-        return d
-
-
-@dataclass
-class Query:
-    """A validated search request."""
-
-    text: str
-    k: int
-    layers: tuple[str, ...]
-    after: str | None
-    before: str | None
-
-
-MAX_QUERY_CHARS = 10_000  # longer queries are refused: search time and memory grow with the query
-
-
-def validate(
-    query: str,
-    k: int | None,
-    layers: Sequence[str] | None,
-    after: str | None,
-    before: str | None,
-    settings: SearchSettings,
-    default_layers: Sequence[str] = DEFAULT_LAYERS,
-) -> Query:
-    if not isinstance(query, str):
-        raise QueryError("query must be a string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(
-            f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS:,}-character limit: search for a "
-            "distinctive part of it (an error line, an identifier, a phrase)"
-        )
-    text = clean_query(query)
-    if not text.strip():
-        raise QueryError("query is empty: give the words or literal text to look for")
-    if k is None:
-        k = settings.default_k
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise QueryError(f"k must be a whole number from 1 to {settings.max_k}")
-    if k < 1 or k > settings.max_k:
-        shown = k if abs(k) < 10**18 else "far out of range"  # Python will not print ints over 4,300 digits
-        raise QueryError(f"k is {shown}: ask for 1 to {settings.max_k} hits, then read_memory for more context")
-    if layers is not None and not isinstance(layers, (str, list, tuple, set, frozenset)):
-        raise QueryError(f"layers must be a list of layer names (any of {', '.join(LAYERS)}), got {_show(layers)}")
-    if layers is None or len(layers) == 0:
-        chosen = tuple(default_layers)
-    else:
-        if isinstance(layers, str):
-            layers = [layers]
-        bad = [layer for layer in layers if layer not in LAYERS]
-        if bad:
-            raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
-        chosen = tuple(dict.fromkeys(layers))
-    for name, value in (("after", after), ("before", before)):
-        if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
-            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
-    if after and before and after > before:
-        raise QueryError(f"after ({after}) is later than before ({before}): swap them")
-    return Query(text, k, chosen, after or None, before or None)
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    """A client's value for an error message: its repr, cut so a huge argument makes a short message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _valid_date(value: str) -> bool:
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
-
-
-def cut_text(text: str, needles: Sequence[str], limit: int) -> str:
-    """The chunk text cut to `limit` characters, keeping the first match of `needles` in view."""
-    if len(text) <= limit:
-        return text
-    lowered = text.casefold()
-    pos = -1
-    for needle in needles:
-        if needle:
-            pos = lowered.find(needle.casefold())
-            if pos >= 0:
-                break
-    start = 0 if pos < limit // 2 else max(0, pos - limit // 3)
-    end = min(len(text), start + limit)
-    start = max(0, end - limit)
-    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
-
-
-def fit_budget(hits: list[Hit], needles: Sequence[str], settings: SearchSettings) -> list[Hit]:
-    per_hit = max(120, min(settings.hit_chars, settings.budget_chars // max(1, len(hits))))
-    for hit in hits:
-        hit.text = cut_text(hit.text, needles, per_hit)
-    return hits
 
 
 def _hit(chunk: Chunk, score: float, match: str | None = None) -> Hit:
@@ -249,7 +129,7 @@ def search_hybrid(
         vecs.update(vector_lookup([chunks[cid] for cid in scores if cid not in vecs]))
     today = today or dt.date.today()
     ranked = [(_adjust(score, chunks[cid], ranking, today), chunks[cid]) for cid, score in scores.items()]
-    chosen = _diversify(ranked, vecs, q.k, ranking)
+    chosen = diversify(ranked, vecs, q.k, ranking)
     hits = [_hit(chunk, score) for score, chunk in chosen]
     return fit_budget(hits, terms(q.text), search), mode
 
@@ -374,45 +254,4 @@ def _adjust(score: float, chunk: Chunk, ranking: RankingSettings, today: dt.date
     return score * (1.0 + bonus.get(chunk.layer, 0.0))
 
 
-def _diversify(
-    ranked: list[tuple[float, Chunk]], vecs: dict[str, np.ndarray | None], k: int, ranking: RankingSettings
-) -> list[tuple[float, Chunk]]:
-    """Greedy maximal-marginal-relevance pick: a candidate loses `mmr_weight` x best score x its cosine to
-    the closest hit already chosen (so near-repeats of one fact give way to other relevant passages);
-    once a file has its quota of hits, its further hits are damped by `same_file_penalty` (one file does not
-    fill the answer while other files are relevant); near-duplicates are dropped."""
-    ranked.sort(key=lambda sc: (-sc[0], LAYER_RANK.get(sc[1].layer, 9), sc[1].path, sc[1].start_line))
-    remaining = ranked[: max(k * 5, 50)]
-    top = remaining[0][0] if remaining else 0.0
-    chosen: list[tuple[float, Chunk]] = []
-    per_file: dict[str, int] = {}
-    seen_text: set[str] = set()
-    chosen_vecs: list[np.ndarray] = []
-    closest: dict[str, float] = {}  # candidate id -> highest cosine to any chosen hit
-    quota = max(ranking.file_quota, math.ceil(k * ranking.file_share))
-    while remaining and len(chosen) < k:
-        best_i, best_eff = -1, -math.inf
-        for i, (score, chunk) in enumerate(remaining):
-            eff = score * (ranking.same_file_penalty if per_file.get(chunk.path, 0) >= quota else 1.0)
-            eff -= ranking.mmr_weight * top * closest.get(chunk.id, 0.0)
-            if eff > best_eff:
-                best_i, best_eff = i, eff
-        score, chunk = remaining.pop(best_i)
-        key = normalise(chunk.text)
-        vec = vecs.get(chunk.id)
-        nearest = closest.get(chunk.id, 0.0)
-        if ranking.duplicate_similarity <= 1.0 and (key in seen_text or nearest > ranking.duplicate_similarity):
-            continue
-        seen_text.add(key)
-        per_file[chunk.path] = per_file.get(chunk.path, 0) + 1
-        chosen.append((score, chunk))
-        if vec is not None:
-            chosen_vecs.append(vec)
-            for _s, other in remaining:
-                ov = vecs.get(other.id)
-                if ov is not None:
-                    closest[other.id] = max(closest.get(other.id, 0.0), float(ov @ vec))
-    return chosen
-
-
-__all__ = ["Hit", "Query", "validate", "search_exact", "search_hybrid", "VectorStoreError", "LAYERS"]
+__all__ = ["search_exact", "search_hybrid", "fuse"]
