@@ -13,8 +13,19 @@ from typing import Any
 import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
+from memory_server.errors import RootError
+from memory_server.files.root import is_memory_root, not_set_up_message
 
 ID_HELP = "proposal id (a folder name under dreams/)"
+
+
+def dream_root() -> Path:
+    """The memory root every dream command works on; a folder that was never set up is refused (a dream
+    there would only say "nothing new", and must write nothing)."""
+    path = root_path()
+    if path.is_dir() and not is_memory_root(path.resolve()):
+        raise RootError(not_set_up_message(path.resolve()))
+    return path
 
 
 def _hunks(_ctx: click.Context, _param: click.Parameter, text: str | None) -> list[int] | None:
@@ -55,7 +66,7 @@ def dream() -> None:
 def status(as_json: bool) -> None:
     from memory_server.dream.review import dream_status
 
-    info = dream_status(root_path())
+    info = dream_status(dream_root())
     if as_json:
         echo_json(info)
         return
@@ -77,7 +88,7 @@ def status(as_json: bool) -> None:
 def gather(to_stdout: bool, as_json: bool) -> None:
     from memory_server.dream.pack import gather as gather_pack
 
-    done = gather_pack(root_path())
+    done = gather_pack(dream_root())
     if as_json:
         pack = done.pack
         echo_json({"path": done.path, "sessions": [s.path for s in pack.sessions] if pack else [],
@@ -118,7 +129,7 @@ def propose(items_file: str | None, drop_refused: bool, redo: str | None, keywor
         items_file = str(_items_from_stdin())
     memory = None if keyword_only else _memory_for_placement()
     try:
-        result = propose_items(root_path(), items_file, drop_refused=drop_refused, memory=memory, redo=redo)
+        result = propose_items(dream_root(), items_file, drop_refused=drop_refused, memory=memory, redo=redo)
     finally:
         if memory is not None:
             memory.close()
@@ -132,7 +143,7 @@ def _items_from_stdin() -> Path:
     from memory_server.files.root import MemoryRoot
     from memory_server.files.writing import atomic_write
 
-    path = MemoryRoot(root_path()).dreams_dir / "items.json"
+    path = MemoryRoot(dream_root()).dreams_dir / "items.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, sys.stdin.read())
     return path
@@ -144,7 +155,7 @@ def _memory_for_placement() -> Any:
     from memory_server.errors import MemoryServerError
 
     try:
-        return Memory(root_path())
+        return Memory(dream_root())
     except (MemoryServerError, OSError):
         return None
 
@@ -174,7 +185,7 @@ def _print_result(result: Any, as_json: bool) -> None:
 def run(redo: str | None, as_json: bool) -> None:
     from memory_server.dream.run import run_dream
 
-    _print_result(run_dream(root_path(), redo=redo), as_json)
+    _print_result(run_dream(dream_root(), redo=redo), as_json)
 
 
 @dream.command(help="Show a proposal (default: the newest with hunks to review): its hunks, whether it still "
@@ -185,7 +196,7 @@ def run(redo: str | None, as_json: bool) -> None:
 def show(proposal_id: str | None, as_json: bool) -> None:
     from memory_server.dream.review import show_proposal
 
-    info = show_proposal(root_path(), proposal_id)
+    info = show_proposal(dream_root(), proposal_id)
     if as_json:
         echo_json(info)
         return
@@ -205,7 +216,7 @@ def _review(action: str, proposal_id: str | None, hunks: list[int] | None, as_js
     from memory_server.dream.review import apply_proposal, reject_proposal
 
     apply = action == "apply"
-    result = (apply_proposal if apply else reject_proposal)(root_path(), proposal_id, hunks)
+    result = (apply_proposal if apply else reject_proposal)(dream_root(), proposal_id, hunks)
     if as_json:
         echo_json(result)
         return
