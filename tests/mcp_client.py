@@ -113,6 +113,7 @@ class RawClient:
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.responses: dict[Any, dict[str, Any]] = {}
+        self.errors_without_id: list[dict[str, Any]] = []  # answers to lines whose id could not be read
         self.next_id = 1
         threading.Thread(target=self._read, daemon=True).start()
         if initialize:
@@ -166,7 +167,9 @@ class RawClient:
             if line is None:
                 break
             message = json.loads(line)
-            if "id" in message and ("result" in message or "error" in message):
+            if message.get("id") is None and "error" in message:
+                self.errors_without_id.append(message)
+            elif "id" in message and ("result" in message or "error" in message):
                 self.responses[message["id"]] = message
         return ids - self.responses.keys()
 

@@ -6,11 +6,10 @@ tool error over MCP) whose message says what to do; the index stays intact and t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import queue
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -24,7 +23,7 @@ import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_client import connect, payload
+from mcp_client import RawClient, connect, payload, wait_until_indexed
 
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.errors import MemoryServerError
@@ -201,13 +200,7 @@ class Served:
         return self.portal.call(self._call, name, args, timeout)
 
     def wait_indexed(self, timeout: float = 60) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            status = payload(self.call("memory_status", {}))
-            if status["keyword_index"]["fresh"] and status["files"] > 0:
-                return status
-            assert time.monotonic() < deadline, f"index never became fresh: {status}"
-            time.sleep(0.2)
+        return self.portal.call(functools.partial(wait_until_indexed, self.session, semantic=False, timeout=timeout))
 
 
 @contextmanager
@@ -288,72 +281,6 @@ def test_search_tools_over_mcp_answer_any_input_and_keep_serving(root: Path, tmp
 # -- raw JSON-RPC: what an SDK client cannot even send ---------------------------------------------------
 
 
-class RawServer:
-    """`memory-server serve` driven by hand-written JSON-RPC lines (escapes an SDK client refuses to make)."""
-
-    def __init__(self, root: Path, errlog) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memory_server", "serve", "--root", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.responses: dict[Any, dict] = {}
-        self.errors_without_id: list[dict] = []  # answers to lines whose id could not be read
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode("ascii") + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, rid: int, method: str, params: dict) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-
-    def wait_for(self, ids: set, timeout: float) -> set:
-        """Collect responses until every id in `ids` has one or `timeout` passes; return the ids left."""
-        deadline = time.monotonic() + timeout
-        while ids - self.responses.keys():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            message = json.loads(line)
-            if message.get("id") is None and "error" in message:
-                self.errors_without_id.append(message)
-            elif "id" in message and ("result" in message or "error" in message):
-                self.responses[message["id"]] = message
-        return ids - self.responses.keys()
-
-    def wait_indexed(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        rid = 10
-        while True:
-            rid += 1
-            self.request(rid, "tools/call", {"name": "memory_status", "arguments": {}})
-            assert not self.wait_for({rid}, 30), "no answer to memory_status"
-            status = self.responses[rid]["result"]["structuredContent"]
-            if status["keyword_index"]["fresh"] and status["files"] > 0:
-                return
-            assert time.monotonic() < deadline, f"index never became fresh: {status}"
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-
-
 def tools_call(rid: int, tool: str, arguments_json: str) -> str:
     """A tools/call line with `arguments_json` inserted verbatim (so "\\ud800" stays an escape)."""
     return (
@@ -381,14 +308,9 @@ RAW_CALLS = [
 
 def test_raw_json_rpc_with_nul_and_lone_surrogates_gets_answers(root: Path, tmp_path: Path):
     with open(tmp_path / "server.stderr", "wb") as errlog:
-        server = RawServer(root, errlog)
+        server = RawClient(root, errlog)  # initialize answered, initialized sent
         try:
-            server.request(1, "initialize", {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"},
-            })
-            assert not server.wait_for({1}, 60), "no answer to initialize"
-            server.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
-            server.wait_indexed()
+            server.wait_until_indexed()
             # Lines that are not valid requests get a JSON-RPC error answer (id null when it cannot be read)
             server.send("this line is not JSON at all")
             server.send('{"jsonrpc":"2.0","id":')
@@ -404,7 +326,7 @@ def test_raw_json_rpc_with_nul_and_lone_surrogates_gets_answers(root: Path, tmp_
             for n, (tool, arguments) in enumerate(RAW_CALLS, start=100):
                 server.send(tools_call(n, tool, arguments))
                 ids.add(n)
-            server.request(999, "tools/call", {"name": "memory_status", "arguments": {}})
+            server.send_request("tools/call", {"name": "memory_status", "arguments": {}}, rid=999)
             assert not server.wait_for({999}, 60), "memory_status got no answer after the hostile lines"
             unanswered = server.wait_for(ids, 20)
             assert not unanswered, "no response to: " + "; ".join(
@@ -420,14 +342,14 @@ def test_raw_json_rpc_with_nul_and_lone_surrogates_gets_answers(root: Path, tmp_
             found = server.responses[104]["result"]
             assert not found.get("isError") and "topics/printer.md" in json.dumps(found)  # NUL read as a space
             assert server.proc.poll() is None, "the server exited"
-            server.request(1000, "tools/call", {"name": "search_exact", "arguments": {"query": "E-1042"}})
+            server.send_request("tools/call", {"name": "search_exact", "arguments": {"query": "E-1042"}}, rid=1000)
             assert not server.wait_for({1000}, 30)
             assert "topics/printer.md" in json.dumps(server.responses[1000]["result"])
             assert server.proc.stdin is not None
             server.proc.stdin.close()  # the client goes away: the server ends by itself
             assert server.proc.wait(30) == 0
         finally:
-            server.stop()
+            server.kill()
 
 
 # -- read_memory: paths ----------------------------------------------------------------------------------
