@@ -163,6 +163,19 @@ def phrase_candidates(
     wanted = normalise(query)
     if len(words) < 2 or not wanted:
         return []
+    return _phrase_matches(fts, words, wanted, limit, layers, after, before)
+
+
+def _phrase_matches(
+    fts: FtsIndex,
+    words: list[str],
+    wanted: str,
+    limit: int,
+    layers: Sequence[str] | None,
+    after: str | None,
+    before: str | None,
+) -> list[tuple[Chunk, float]]:
+    # FTS5's phrase query ignores punctuation between tokens: keep the chunks that hold the query as typed.
     found = match(fts, quote(" ".join(words)), limit, layers, after, before)
     return [(chunk, score) for chunk, score in found if wanted in normalise(chunk.text)]
 
@@ -190,11 +203,9 @@ def exact_search(
     seen: set[str] = set()
     hits: list[KeywordHit] = []
 
-    def take(pairs: list[tuple[Chunk, float]], kind: str, verify: bool = False) -> None:
+    def take(pairs: list[tuple[Chunk, float]], kind: str) -> None:
         for chunk, score in pairs:
             if len(hits) >= k or chunk.id in seen:
-                continue
-            if verify and wanted not in normalise(chunk.text):
                 continue
             seen.add(chunk.id)
             hits.append(KeywordHit(chunk, score, kind))
@@ -203,7 +214,7 @@ def exact_search(
         take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
         return hits
     pool = max(k * 4, 50)
-    take(match(fts, quote(" ".join(words)), pool * 4, layers, after, before), "phrase", verify=True)
+    take(_phrase_matches(fts, words, wanted, pool * 4, layers, after, before), "phrase")
     if len(hits) < k and UNSPACED.search(query):
         take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
     # "All terms" means all content words: requiring "what", "is", "my" as well ranks long chunks that happen
