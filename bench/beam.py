@@ -139,22 +139,3 @@ def load_chats(data: Path, numbers: Sequence[int] | None = None) -> list[Chat]:
     found = sorted(int(p.name) for p in base.iterdir() if p.is_dir() and p.name.isdigit())
     chosen = [n for n in found if numbers is None or n in numbers]
     return [load_chat(base / str(n), n) for n in chosen]
-
-
-def write_root(root: Path, files: dict[str, str]) -> int:
-    """Write the files under `root` (only those whose text differs), remove other session files."""
-    written = 0
-    for rel, text in files.items():
-        path = root / rel
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written += 1
-    sessions = root / "sessions"
-    if sessions.is_dir():
-        for stale in sessions.rglob("*.md"):
-            if stale.relative_to(root).as_posix() not in files:
-                stale.unlink()
-    (root / "topics").mkdir(parents=True, exist_ok=True)
-    return written

@@ -331,3 +331,23 @@ async def wait_until_idle(
         if time.monotonic() > deadline:
             raise TimeoutError(f"server still indexing after {timeout:.0f}s: {status.get('indexing')}")
         await anyio.sleep(poll)
+
+
+def write_root(root: Path, files: dict[str, str]) -> int:
+    """Make `root` hold exactly `files` under topics/ and sessions/ (writing only what differs, so the index
+    re-reads only those), and make sure topics/ exists (it marks the folder as a memory root)."""
+    written = 0
+    for rel, text in files.items():
+        path = root / rel
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written += 1
+    for folder in ("topics", "sessions"):
+        if (root / folder).is_dir():
+            for stale in (root / folder).rglob("*.md"):
+                if stale.relative_to(root).as_posix() not in files:
+                    stale.unlink()
+    (root / "topics").mkdir(parents=True, exist_ok=True)
+    return written

@@ -58,9 +58,7 @@ def prepare_root(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         root = benchlib.RESULTS_DIR / "roots" / f"coldstart-{args.chunks}-{args.seed}-{tag}"
         corpus = corpus_mod.generate(args.chunks, seed=args.seed)
         root.mkdir(parents=True, exist_ok=True)
-        import scale  # the same writer the scale benchmark uses
-
-        scale.write_root(root, corpus.files)
+        benchlib.write_root(root, corpus.files)
     embedder = FakeEmbedder() if args.fake else MiniLMEmbedder()
     memory = Memory(root, embedder=embedder)
     try:

@@ -179,7 +179,7 @@ def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -
     for chat in chats:
         root = base / str(chat.number)
         root.mkdir(parents=True, exist_ok=True)
-        beam.write_root(root, chat.files)
+        benchlib.write_root(root, chat.files)
         memory = open_root(root, settings, embedder)
         chosen = chat.questions[: args.max_questions] if args.max_questions else chat.questions
         try:

@@ -83,24 +83,6 @@ class StageClock:
 # -- roots --------------------------------------------------------------------------------------------
 
 
-def write_root(root: Path, files: dict[str, str]) -> int:
-    """Make `root` hold exactly `files` under topics/ and sessions/ (writing only what differs)."""
-    written = 0
-    for rel, text in files.items():
-        path = root / rel
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written += 1
-    for folder in ("topics", "sessions"):
-        if (root / folder).is_dir():
-            for stale in (root / folder).rglob("*.md"):
-                if stale.relative_to(root).as_posix() not in files:
-                    stale.unlink()
-    return written
-
-
 def clear_state(root: Path) -> None:
     shutil.rmtree(root / STATE_DIR, ignore_errors=True)
 
@@ -415,7 +397,7 @@ def run_size(size: int, args: argparse.Namespace, settings: Settings) -> dict[st
     corpus = corpus_mod.generate(size, seed=args.seed)
     generate_seconds = time.perf_counter() - started
     root.mkdir(parents=True, exist_ok=True)
-    written = write_root(root, corpus.files)
+    written = benchlib.write_root(root, corpus.files)
     queries = corpus_mod.queries(corpus, args.queries, seed=args.seed + 100)
     embedder = make_embedder(args.fake)
     result: dict[str, Any] = {
