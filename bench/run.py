@@ -154,12 +154,9 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
                 per_tool[tool][1].extend(lat)
         finally:
             memory.close()
-    for tool, (rows, lat) in per_tool.items():
-        out.append({"set": "locomo", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
-        held = [(r, t) for r, t in zip(rows, lat, strict=True) if r["conversation"] in locomo.HELD_OUT]
-        if held and len(held) < len(rows):
-            out.append({"set": "locomo", "tool": tool, "kind": "turn, held out 2-9",
-                        **mean_row([r for r, _ in held], [t for _, t in held])})
+    out.extend(
+        summarise("locomo", per_tool, "turn, held out 2-9", lambda row: row["conversation"] in locomo.HELD_OUT)
+    )
     _write_details(args, "locomo", details)
     return out
 
@@ -193,13 +190,7 @@ def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -
                 per_tool[tool][1].extend(lat)
         finally:
             memory.close()
-    out: list[dict[str, Any]] = []
-    for tool, (rows, lat) in per_tool.items():
-        out.append({"set": "beam", "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
-        coding = [(r, t) for r, t in zip(rows, lat, strict=True) if r["category"] == "Coding"]
-        if coding and len(coding) < len(rows):
-            out.append({"set": "beam", "tool": tool, "kind": "turn, coding chats",
-                        **mean_row([r for r, _ in coding], [t for _, t in coding])})
+    out = summarise("beam", per_tool, "turn, coding chats", lambda row: row["category"] == "Coding")
     _write_details(args, "beam", details)
     return out
 
@@ -301,6 +292,23 @@ def roots_base(args: argparse.Namespace) -> Path:
     if args.roots:
         return Path(args.roots)
     return benchlib.RESULTS_DIR / "roots" / ("dev-fake" if args.fake else "dev-minilm")
+
+
+def summarise(
+    name: str,
+    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]],
+    subset: str,
+    in_subset: Callable[[dict[str, Any]], bool],
+) -> list[dict[str, Any]]:
+    """One table row per tool over all questions, and one over the questions `in_subset` when they are some."""
+    out: list[dict[str, Any]] = []
+    for tool, (rows, lat) in per_tool.items():
+        out.append({"set": name, "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
+        chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if in_subset(r)]
+        if chosen and len(chosen) < len(rows):
+            out.append({"set": name, "tool": tool, "kind": subset,
+                        **mean_row([r for r, _ in chosen], [t for _, t in chosen])})
+    return out
 
 
 def _write_details(args: argparse.Namespace, name: str, details: list[dict[str, Any]] | None) -> None:
