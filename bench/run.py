@@ -70,6 +70,10 @@ class QueryCachingEmbedder:
             return self.cache.embed(self.inner, texts)
         return self.inner.embed(texts)
 
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
+        """Token vectors are not kept: the question's vector comes from the same model call."""
+        return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+
 
 def searcher(tool: str) -> Search:
     if tool == "search_exact":

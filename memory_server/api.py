@@ -180,6 +180,7 @@ class Memory:
                 found = search_hybrid(
                     self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
                     vector_lookup=self._cached_vectors,
+                    token_lookup=self._cached_tokens if self.settings.embedding.token_vectors != "off" else None,
                 )
                 if found[1] != "keyword":
                     self.vector_error = None  # the semantic side answered: any earlier error is over
@@ -251,6 +252,14 @@ class Memory:
             return {}
         keys = {c.id: self._cache_key(c) for c in chunks}
         found = self.indexer.cache.get_many(list(set(keys.values())))
+        return {cid: found[key] for cid, key in keys.items() if key in found}
+
+    def _cached_tokens(self, chunks: list[Chunk]) -> dict[str, Any]:
+        """Stored token vectors of chunks, from the embedding cache (no model call)."""
+        if self.embedder is None or not chunks:
+            return {}
+        keys = {c.id: self._cache_key(c) for c in chunks}
+        found = self.indexer.cache.get_tokens(list(set(keys.values())), self.settings.embedding.token_vectors)
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
     def _cache_key(self, chunk: Chunk) -> str:

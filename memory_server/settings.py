@@ -109,10 +109,21 @@ class RankingSettings(_Section):
     context_weight: float = Field(default=0.1, ge=0)
     # In sessions, the assistant's lines weigh this share of the user's (they mostly restate the user).
     assistant_weight: float = Field(default=0.4, ge=0, le=1)
+    # Late interaction: the late_pool best candidates gain late_weight x the best score x how well each of
+    # the question's tokens finds its closest token in the passage (min-max over those candidates); needs
+    # the token vectors that embedding.token_vectors keeps. 0 turns it off.
+    late_weight: float = Field(default=1.0, ge=0)
+    late_pool: int = Field(default=30, ge=1, le=500)
+
+
+TokenFormat = Literal["bits", "int8", "off"]
 
 
 class EmbeddingSettings(_Section):
     model_dir: str | None = None  # folder with model.onnx + tokenizer.json; default: the installed package
+    # Token vectors kept for late-interaction reranking: "bits" (48 bytes a token), "int8" (388 bytes a
+    # token, a little more exact) or "off" (none; ranking.late_weight then does nothing).
+    token_vectors: TokenFormat = "bits"
     batch_size: int = Field(default=32, ge=1, le=4096)
     threads: int | None = Field(default=None, ge=1)
 

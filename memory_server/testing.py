@@ -59,6 +59,13 @@ class FakeEmbedder:
             out[row] /= norm
         return out
 
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
+        """``embed(texts)`` and, per text, one unit vector per word (the word's own embedding), so
+        late-interaction plumbing can be tested: a question's word finds the same word in a passage."""
+        pooled = self.embed(texts)
+        tokens = [self.embed(self._WORD.findall(text.lower()) or [""]) for text in texts]
+        return pooled, tokens
+
     def _add(self, row: NDArray[np.float32], feature: str, weight: float) -> None:
         # blake2b, not hash(): Python salts str hashes per process.
         digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()

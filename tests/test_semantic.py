@@ -188,6 +188,7 @@ def test_the_passage_next_to_a_match_rises_with_it(tmp_path: Path):
         write(root, f"topics/other{i}.md", f"# Other {i}\n\nThe build answers on port {8000 + i} behind nginx.\n")
     m = Memory(root, embedder=FakeEmbedder())
     m.settings.ranking.file_weight = 0.0  # isolate the neighbour effect from session routing
+    m.settings.ranking.late_weight = 0.0  # and from the token-by-token rerank
     m.index()
     hits, _ = m.search_memory("Moonraker dashboard port", k=3)
     assert [(h.path, h.start_line) for h in hits[:2]] == [("topics/printer.md", 3), ("topics/printer.md", 5)]

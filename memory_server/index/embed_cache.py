@@ -3,6 +3,8 @@
 Kept in its own SQLite file (`.memory/embeddings.sqlite3`) so that `index --rebuild`, which starts the
 indices from nothing, still finds every vector it made before. The key is the hash of the model's name
 and the exact text the model saw: a new model or a changed chunk context misses, nothing else does.
+Beside each vector it keeps the text's token vectors (table `tokens`, packed as index/token_vectors.py
+says) when the indexer asks for them, for late-interaction reranking.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from memory_server.files.sqlite import connect, is_damage, quarantine, rollback
-from memory_server.index.embedder import Embedder
+from memory_server.index.embedder import Embedder, TokenEmbedder
+from memory_server.index.token_vectors import TokenFormat, pack, unpack
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,10 @@ class EmbeddingCache:
         c = connect(self.path, busy_seconds=30.0, synchronous=False)
         try:
             c.execute("CREATE TABLE IF NOT EXISTS vectors(key TEXT PRIMARY KEY, dim INTEGER, vector BLOB)")
+            c.execute(
+                "CREATE TABLE IF NOT EXISTS tokens(key TEXT PRIMARY KEY, format TEXT, count INTEGER, dim INTEGER,"
+                " data BLOB)"
+            )
         except BaseException:
             c.close()
             raise
@@ -89,21 +96,61 @@ class EmbeddingCache:
                 out[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
         return out
 
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        rows = [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+    def get_tokens(self, keys: Sequence[str], fmt: TokenFormat) -> dict[str, np.ndarray]:
+        """Token vectors stored in `fmt` under `keys` (unit rows, float32); keys without them are left out."""
+        if fmt == "off" or not keys:
+            return {}
         try:
-            self._put_rows(rows)
+            out: dict[str, np.ndarray] = {}
+            c = self._conn()
+            for i in range(0, len(keys), 500):
+                part = list(keys[i : i + 500])
+                marks = ",".join("?" * len(part))
+                rows = c.execute(
+                    f"SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})", [fmt, *part]
+                )
+                for key, count, dim, blob in rows:
+                    out[key] = unpack(blob, count, dim, fmt)
+            return out
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             self._recover(exc)
-            self._put_rows(rows)
+            return {}
 
-    def _put_rows(self, rows: list[tuple[str, int, bytes]]) -> None:
+    def _keys_with_tokens(self, keys: Sequence[str], fmt: TokenFormat) -> set[str]:
+        c = self._conn()
+        have: set[str] = set()
+        for i in range(0, len(keys), 500):
+            part = list(keys[i : i + 500])
+            marks = ",".join("?" * len(part))
+            have.update(k for (k,) in c.execute(f"SELECT key FROM tokens WHERE format = ? AND key IN ({marks})",
+                                                 [fmt, *part]))
+        return have
+
+    def put_many(
+        self, items: dict[str, np.ndarray], tokens: dict[str, np.ndarray] | None = None, fmt: TokenFormat = "off"
+    ) -> None:
+        rows = [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        token_rows = [
+            (k, fmt, int(t.shape[0]), int(t.shape[1]), pack(t, fmt)) for k, t in (tokens or {}).items()
+        ] if fmt != "off" else []
+        try:
+            self._put_rows(rows, token_rows)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            self._put_rows(rows, token_rows)
+
+    def _put_rows(
+        self, rows: Sequence[tuple[str, int, bytes]], token_rows: Sequence[tuple[str, str, int, int, bytes]]
+    ) -> None:
         c = self._conn()
         c.execute("BEGIN IMMEDIATE")
         try:
             c.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+            c.executemany("INSERT OR REPLACE INTO tokens VALUES (?,?,?,?,?)", token_rows)
             c.execute("COMMIT")
         except BaseException:
             rollback(c)
@@ -112,19 +159,33 @@ class EmbeddingCache:
     def count(self) -> int:
         return int(self._conn().execute("SELECT count(*) FROM vectors").fetchone()[0])
 
-    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for `texts`, from the cache where present; the rest are embedded and stored."""
+    def embed(self, embedder: Embedder, texts: Sequence[str], tokens: TokenFormat = "off") -> np.ndarray:
+        """Vectors for `texts`, from the cache where present; the rest are embedded and stored. With a
+        `tokens` format (and an embedder that gives token vectors), a text counts as present only when its
+        token vectors are stored too, and both are stored for the texts embedded now."""
         keys = [text_key(embedder.name, t) for t in texts]
-        found = self.get_many(list(dict.fromkeys(keys)))
+        unique_keys = list(dict.fromkeys(keys))
+        found = self.get_many(unique_keys)
+        with_tokens = tokens != "off" and isinstance(embedder, TokenEmbedder)
+        if with_tokens and found:
+            have = self._keys_with_tokens([k for k in unique_keys if k in found], tokens)
+            found = {k: v for k, v in found.items() if k in have}
         missing = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
         if missing:
             unique = list(dict.fromkeys(keys[i] for i in missing))
             first = {keys[i]: i for i in reversed(missing)}
-            fresh = embedder.embed([texts[first[k]] for k in unique])
-            new = dict(zip(unique, fresh, strict=True))
-            self.put_many(new)
+            batch = [texts[first[k]] for k in unique]
+            if with_tokens:
+                assert isinstance(embedder, TokenEmbedder)
+                fresh, token_rows = embedder.embed_with_tokens(batch)
+                new = dict(zip(unique, fresh, strict=True))
+                self.put_many(new, dict(zip(unique, token_rows, strict=True)), tokens)
+            else:
+                fresh = embedder.embed(batch)
+                new = dict(zip(unique, fresh, strict=True))
+                self.put_many(new)
             found.update(new)
         if not texts:
             return np.zeros((0, embedder.dim), dtype=np.float32)

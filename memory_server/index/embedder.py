@@ -19,13 +19,10 @@ mean pooling over the attention mask, L2 normalisation; the int8 weights stay wi
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,15 +30,11 @@ from numpy.typing import NDArray
 from memory_server.errors import ConfigError, ModelError
 from memory_server.index.model_files import (
     DEFAULT_MAX_TOKENS,
-    ModelFiles,
     find_model_dir,
     find_packaged,
     model_name,
 )
-
-if TYPE_CHECKING:
-    import onnxruntime  # type: ignore[import-untyped, unused-ignore]
-    import tokenizers
+from memory_server.index.onnx_model import LoadedModel, default_threads, open_model
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -50,6 +43,7 @@ __all__ = [
     "MINILM_DIM",
     "Embedder",
     "MiniLMEmbedder",
+    "TokenEmbedder",
     "default_embedder",
 ]
 
@@ -82,16 +76,13 @@ class Embedder(Protocol):
         ...
 
 
-@dataclass
-class _Loaded:
-    """What the first ``embed()`` builds: the session, the tokenizer, and how to drive them."""
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that can also give each text's token vectors (for late-interaction reranking)."""
 
-    session: onnxruntime.InferenceSession
-    tokenizer: tokenizers.Tokenizer
-    input_names: frozenset[str]
-    input_dtype: type[np.signedinteger[Any]]
-    output_name: str
-    pooled: bool  # the output is already one vector per text (sentence_embedding)
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
+        """``embed(texts)``, and per text its L2-normalised token vectors, shape ``(tokens, dim)``."""
+        ...
 
 
 class MiniLMEmbedder:
@@ -138,14 +129,14 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self.max_batch_tokens = max_batch_tokens
-        self.threads = threads if threads is not None else _default_threads()
+        self.threads = threads if threads is not None else default_threads()
         self.model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         # Finding the files is cheap (a few stat calls, nothing imported or read); it also
         # fixes ``name`` now, before anything is loaded.
         self._files = find_model_dir(self.model_dir) if self.model_dir is not None else find_packaged()
         self.name: str = model_name(self._files, max_tokens)
         self._lock = threading.Lock()
-        self._loaded: _Loaded | None = None
+        self._loaded: LoadedModel | None = None
 
     def __repr__(self) -> str:
         where = str(self.model_dir) if self.model_dir is not None else "installed package"
@@ -171,6 +162,18 @@ class MiniLMEmbedder:
         Any string works, empty or very long: text past ``max_tokens`` tokens is cut off
         (as sentence-transformers does). The first call loads the model.
         """
+        return self._run(texts, None)
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
+        """``embed(texts)`` and, from the same model call, each text's token vectors: one L2-normalised
+        row per WordPiece token ([CLS] and [SEP] included), float32, shape ``(tokens, 384)``. These are
+        what late-interaction reranking compares (search/late.py). A model exported with pooling built
+        in has no token vectors to give: each text then gets none (shape ``(0, 384)``)."""
+        tokens: list[NDArray[np.float32]] = []
+        pooled = self._run(texts, tokens)
+        return pooled, tokens
+
+    def _run(self, texts: Sequence[str], tokens: list[NDArray[np.float32]] | None) -> NDArray[np.float32]:
         if isinstance(texts, str):
             # A bare string is a Sequence[str] of its characters: almost surely a mistake.
             raise TypeError("embed() takes a sequence of texts, not one string: use embed([text])")
@@ -182,6 +185,7 @@ class MiniLMEmbedder:
         if not texts:
             return out
         loaded = self._ensure_loaded()
+        per_text: list[NDArray[np.float32]] = [out[:0]] * len(texts)
 
         encodings = loaded.tokenizer.encode_batch(texts, add_special_tokens=True)
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
@@ -193,12 +197,20 @@ class MiniLMEmbedder:
             width = max(1, len(ids[order[start]]))  # the longest left: this batch's padded width
             count = max(1, min(self.batch_size, self.max_batch_tokens // width))
             chunk = order[start : start + count]
-            out[chunk] = self._embed_batch(loaded, [ids[i] for i in chunk])
+            batch_tokens: list[NDArray[np.float32]] | None = [] if tokens is not None else None
+            out[chunk] = self._embed_batch(loaded, [ids[i] for i in chunk], batch_tokens)
+            for i, rows in zip(chunk, batch_tokens or [], strict=False):
+                per_text[i] = rows
             start += count
+        if tokens is not None:
+            tokens.extend(per_text)
         return out
 
-    def _embed_batch(self, loaded: _Loaded, ids: list[NDArray[np.int64]]) -> NDArray[np.float32]:
-        """Run one padded batch through the model; pooled, normalised float32 rows."""
+    def _embed_batch(
+        self, loaded: LoadedModel, ids: list[NDArray[np.int64]], tokens: list[NDArray[np.float32]] | None = None
+    ) -> NDArray[np.float32]:
+        """Run one padded batch through the model; pooled, normalised float32 rows. With `tokens`, each
+        text's normalised token rows are appended to it as well."""
         width = max(1, max(len(row) for row in ids))  # a tokenizer without [CLS]/[SEP] may give none
         input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -225,115 +237,25 @@ class MiniLMEmbedder:
             weights = mask.astype(np.float32)[:, :, None]
             summed = (hidden * weights).sum(axis=1)
             pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
+            if tokens is not None:
+                for i, row in enumerate(ids):
+                    real = hidden[i, : max(1, len(row))]
+                    norms = np.linalg.norm(real, axis=1, keepdims=True)
+                    tokens.append((real / np.maximum(norms, 1e-12)).astype(np.float32, copy=False))
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
         return unit
 
-    def _ensure_loaded(self) -> _Loaded:
+    def _ensure_loaded(self) -> LoadedModel:
         loaded = self._loaded
         if loaded is not None:
             return loaded
         with self._lock:
             if self._loaded is None:
-                self._loaded = self._load()
+                self._loaded = open_model(
+                    self._files, name=self.name, dim=self.dim, max_tokens=self.max_tokens, threads=self.threads
+                )
             return self._loaded
-
-    def _load(self) -> _Loaded:
-        """Import onnxruntime and tokenizers, open the model and tokenizer, check their shape."""
-        files = self._files
-        if files.model is None or files.tokenizer is None:
-            raise ModelError(files.fix)
-        started = time.perf_counter()
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise ModelError(
-                f"cannot import {exc.name or 'onnxruntime/tokenizers'}, which local embeddings need: "
-                "`pip install onnxruntime tokenizers` (both are dependencies of memory-server)"
-            ) from exc
-
-        try:
-            tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        except Exception as exc:
-            raise ModelError(f"cannot read the tokenizer {files.tokenizer}: {exc}; {files.fix}") from exc
-        # The shipped tokenizer.json pads every text to a fixed 128 and truncates there;
-        # we pad per batch ourselves and truncate where sentence-transformers does.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-
-        _quiet_onnxruntime(ort)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1  # one graph branch at a time: the model is a plain chain
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # errors only: warnings would only clutter stderr
-        # The arena keeps every block it ever grew to; with a new padded shape each batch it
-        # reached 1.5 GB and kept it. Without it the process falls back to ~250 MB between calls.
-        options.enable_cpu_mem_arena = False
-        # Idle worker threads otherwise spin after each call, burning a core the agent and the
-        # rest of the server need; on a busy 2-core machine spinning measured up to 3x slower.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            session = ort.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelError(f"cannot load the embedding model {files.model}: {exc}; {files.fix}") from exc
-
-        loaded = self._inspect(session, tokenizer, files)
-        _log.info(
-            "loaded embedding model %s from %s in %.2f s (%d threads)",
-            self.name,
-            files.model,
-            time.perf_counter() - started,
-            self.threads,
-        )
-        return loaded
-
-    def _inspect(
-        self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, files: ModelFiles
-    ) -> _Loaded:
-        """Work out which inputs the graph wants and which output to pool, or refuse it."""
-        inputs = {i.name: i for i in session.get_inputs()}
-        if "input_ids" not in inputs:
-            raise ModelError(
-                f"{files.model} has no input named input_ids (it has {sorted(inputs)}), so it is not "
-                f"a BERT-style text model; {files.fix}"
-            )
-        unknown = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
-        if unknown:
-            raise ModelError(f"{files.model} wants inputs this embedder cannot give: {sorted(unknown)}; {files.fix}")
-        dtype: type[np.signedinteger[Any]] = np.int32 if inputs["input_ids"].type == "tensor(int32)" else np.int64
-
-        outputs = {o.name: o for o in session.get_outputs()}
-        # A graph exported with pooling built in has sentence_embedding; a plain transformer
-        # export has last_hidden_state (token_embeddings in some exports), which we pool.
-        if "sentence_embedding" in outputs:
-            name, pooled = "sentence_embedding", True
-        elif "last_hidden_state" in outputs:
-            name, pooled = "last_hidden_state", False
-        elif "token_embeddings" in outputs:
-            name, pooled = "token_embeddings", False
-        else:
-            ranked = [o for o in session.get_outputs() if len(o.shape) in (2, 3)]
-            if not ranked:
-                raise ModelError(f"{files.model} has no output that looks like embeddings: {sorted(outputs)}")
-            name, pooled = ranked[0].name, len(ranked[0].shape) == 2
-        width = outputs[name].shape[-1]
-        if isinstance(width, int) and width != self.dim:
-            raise ModelError(
-                f"{files.model} gives {width}-dimensional vectors, but this embedder is for "
-                f"all-MiniLM-L6-v2 ({self.dim} dimensions); {files.fix}"
-            )
-        return _Loaded(
-            session=session,
-            tokenizer=tokenizer,
-            input_names=frozenset(inputs),
-            input_dtype=dtype,
-            output_name=name,
-            pooled=pooled,
-        )
-
 
 def default_embedder(
     settings_model_dir: str | None = None,
@@ -348,26 +270,3 @@ def default_embedder(
         batch_size=batch_size if batch_size is not None else DEFAULT_BATCH_SIZE,
         threads=threads,
     )
-
-
-def _default_threads() -> int:
-    """The cores this process may run on, at most 4."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
-
-
-def _quiet_onnxruntime(ort: Any) -> None:
-    """Turn off onnxruntime's telemetry and its warning chatter (stderr is ours to keep clean)."""
-    disable = getattr(ort, "disable_telemetry_events", None)
-    if callable(disable):
-        try:
-            disable()
-        except Exception:  # noqa: BLE001 - telemetry is wired up on some platforms only; never fatal
-            _log.debug("onnxruntime telemetry could not be disabled", exc_info=True)
-    try:
-        ort.set_default_logger_severity(3)
-    except Exception:  # noqa: BLE001 - cosmetic; never fatal
-        _log.debug("onnxruntime logger severity could not be set", exc_info=True)

@@ -146,11 +146,12 @@ class Indexer(IndexRepairs):
     def _check_recipe(self, rebuilt: bool) -> None:
         """Start the vectors afresh when the model or what it is shown changed since they were made."""
         assert self.vectors is not None and self.embedder is not None
-        recipe = f"{self.embedder.name}|{EMBED_RECIPE}"
+        tokens = self.settings.embedding.token_vectors
+        recipe = f"{self.embedder.name}|{EMBED_RECIPE}" + ("" if tokens == "off" else f"|tokens:{tokens}")
         if self.fts.get_meta("vector_recipe") == recipe:
             return
         if not rebuilt and self.fts.get_meta("vector_recipe") is not None:
-            self._note("the embedding model or chunk context changed; re-embedding every chunk")
+            self._note("the embedding model, chunk context or token vectors changed; re-embedding every chunk")
             self._reset_vectors()
         self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
         self.fts.set_meta("vector_recipe", recipe)
@@ -359,7 +360,9 @@ class Indexer(IndexRepairs):
         for i in range(0, len(order), EMBED_SLICE):
             self._check_cancel()
             part = order[i : i + EMBED_SLICE]
-            vectors[part] = self.cache.embed(self.embedder, [texts[j] for j in part])
+            vectors[part] = self.cache.embed(
+                self.embedder, [texts[j] for j in part], self.settings.embedding.token_vectors
+            )
         report.chunks_embedded += self.cache.misses - misses
         self.vectors.delete_paths([r.path for r in records])
         if chunks:

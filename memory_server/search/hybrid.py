@@ -4,6 +4,7 @@ Ranking (every weight is a setting in `ranking:`):
 - fusion of the semantic and BM25 candidate lists (normalised scores, or reciprocal ranks);
 - context: the passages next to a strong candidate gain a share of its score;
 - session routing: candidates from the file that answers best rise together;
+- late interaction: the best candidates reranked token by token against the question (late.py);
 - precedence: a per-layer bonus, so on equal relevance a topic beats a session, a session a transcript;
 - recency inside a layer: part of a session's score decays with its age (topics never decay);
 - diversity: MMR against hits already chosen, a per-file quota, near-duplicates dropped.
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from memory_server.errors import QueryError
-from memory_server.index.embedder import Embedder
+from memory_server.index.embedder import Embedder, TokenEmbedder
 from memory_server.index.fts import FtsIndex
 from memory_server.index.vectors import VectorIndex, date_number
 from memory_server.parse.markdown import Chunk
@@ -35,6 +36,7 @@ from memory_server.search.exact import (
     quote,
     terms,
 )
+from memory_server.search.late import TokenLookup, late_rerank
 from memory_server.search.query import (
     LAYER_RANK,
     Hit,
@@ -85,17 +87,24 @@ def search_hybrid(
     *,
     today: dt.date | None = None,
     vector_lookup: Callable[[list[Chunk]], dict[str, np.ndarray]] | None = None,
+    token_lookup: TokenLookup | None = None,
 ) -> tuple[list[Hit], str]:
     """Meaning-based search fused with BM25. Returns (hits, mode) where mode says which signals answered.
 
-    `vector_lookup` gives the stored vectors of keyword-only candidates, so diversity treats them alike."""
+    `vector_lookup` gives the stored vectors of keyword-only candidates, so diversity treats them alike;
+    `token_lookup` the stored token vectors of candidates, for late-interaction reranking (late.py)."""
     pool = max(search.candidate_pool, q.k * 3)
     keyword = keyword_candidates(fts, q.text, pool, q.layers, q.after, q.before) if ranking.keyword_weight else []
     semantic: list[tuple[str, float, np.ndarray | None]] = []
+    query_tokens: np.ndarray | None = None
     mode = "keyword"
     semantic_layers = [layer for layer in q.layers if layer != "transcript"]  # transcripts are never embedded
     if vectors is not None and embedder is not None and ranking.semantic_weight and semantic_layers:
-        qvec = embedder.embed([q.text])[0]
+        if token_lookup is not None and ranking.late_weight > 0 and isinstance(embedder, TokenEmbedder):
+            qvecs, qtokens = embedder.embed_with_tokens([q.text])  # one model call gives both
+            qvec, query_tokens = qvecs[0], qtokens[0]
+        else:
+            qvec = embedder.embed([q.text])[0]
         semantic = vectors.query(qvec, pool, _where(semantic_layers, q.after, q.before))
         mode = "hybrid" if ranking.keyword_weight else "semantic"
     if keyword:
@@ -125,6 +134,8 @@ def search_hybrid(
                 scores[cid] *= ranking.assistant_weight
     lend_to_neighbours(fts, scores, chunks, ranking, q)
     route_by_file(scores, chunks, ranking)
+    if query_tokens is not None and token_lookup is not None:
+        late_rerank(scores, chunks, query_tokens, token_lookup, ranking)
     if semantic and vector_lookup is not None and ranking.mmr_weight:
         vecs.update(vector_lookup([chunks[cid] for cid in scores if cid not in vecs]))
     today = today or dt.date.today()
