@@ -38,7 +38,7 @@ import yaml  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from memory_server.api import Memory  # noqa: E402
-from memory_server.index.embed_cache import EmbeddingCache  # noqa: E402
+from memory_server.index.embed_cache import EmbeddingCache, text_key  # noqa: E402
 from memory_server.index.embedder import Embedder, MiniLMEmbedder  # noqa: E402
 from memory_server.search.query import Hit  # noqa: E402
 from memory_server.settings import Settings  # noqa: E402
@@ -71,8 +71,12 @@ class QueryCachingEmbedder:
         return self.inner.embed(texts)
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
-        """Token vectors are not kept: the question's vector comes from the same model call."""
-        return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+        """A question's token vectors are kept too (as int8, which ranks as float does)."""
+        if len(texts) != 1:
+            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+        vector = self.cache.embed(self.inner, texts, "int8")
+        key = text_key(self.inner.name, texts[0])
+        return vector, [self.cache.get_tokens([key], "int8")[key]]
 
 
 def searcher(tool: str) -> Search:
