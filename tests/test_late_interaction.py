@@ -131,3 +131,23 @@ def test_the_real_model_gives_token_vectors_from_the_same_call() -> None:
     # the question's words find their own in the right line
     _, (question,) = embedder.embed_with_tokens(["how tight is the drive belt"])
     assert maxsim(question, tokens[0]) > maxsim(question, tokens[1])
+
+
+def test_the_assistants_lines_gain_their_share_of_the_rerank() -> None:
+    """An assistant's line in a session gains `assistant_weight` of the late bonus, as it is weighed for its
+    other scores: its long restatements have many tokens to match the question with."""
+    said = {
+        "u": Chunk("u", "sessions/s.md", "session", 1, 1, "S", "", None, "**User:** the belt is loose"),
+        "a": Chunk("a", "sessions/s.md", "session", 2, 2, "S", "", None, "**Assistant:** the belt tension is low"),
+    }
+    q = _unit(np.eye(2, 384, dtype=np.float32))
+    tokens = {"u": q[:1], "a": q}
+
+    def gain(weight: float) -> float:
+        scores = {"u": 1.0, "a": 1.0}
+        ranking = RankingSettings(late_weight=1.0, assistant_weight=weight)
+        late_rerank(scores, said, q, lambda cs: {c.id: tokens[c.id] for c in cs}, ranking)
+        return scores["a"] - 1.0
+
+    assert gain(1.0) == pytest.approx(1.0)
+    assert gain(0.4) == pytest.approx(0.4)
