@@ -2,6 +2,7 @@
 
     python bench/latency.py bench/results/roots/scale-100000-7            # roots made by bench/scale.py
     python bench/latency.py ROOT --model                                   # embed queries with the real model
+    python bench/latency.py ROOT --model --set ranking.late_weight=0       # with settings changed
 
 200 queries, seeded: 100 literals drawn from the root's own chunks (CONSTANTS, E-1234 codes, IPs,
 snake_case names) and 100 questions ("how do we <three words from a chunk>?"). Without --model the query
@@ -18,6 +19,8 @@ import re
 import statistics
 import time
 from collections.abc import Callable
+
+import benchlib
 
 from memory_server import Memory
 from memory_server.index.embedder import MiniLMEmbedder
@@ -59,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", help="an indexed memory root")
     parser.add_argument("--model", action="store_true", help="embed queries with the real model")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="settings override (repeatable), e.g. ranking.late_weight=0")
     args = parser.parse_args(argv)
-    memory = Memory(args.root, embedder=MiniLMEmbedder() if args.model else FakeEmbedder())
+    settings = benchlib.make_settings([benchlib.parse_override(o) for o in args.overrides])
+    memory = Memory(args.root, settings=settings, embedder=MiniLMEmbedder() if args.model else FakeEmbedder())
     literals, questions = queries(memory, args.seed)
     both = literals + questions
     out = {
