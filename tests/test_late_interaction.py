@@ -151,3 +151,13 @@ def test_the_assistants_lines_gain_their_share_of_the_rerank() -> None:
 
     assert gain(1.0) == pytest.approx(1.0)
     assert gain(0.4) == pytest.approx(0.4)
+
+
+def test_a_damaged_token_row_costs_that_passage_its_rerank_not_the_search(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    _first(root, late_weight=1.0)
+    with sqlite3.connect(root / ".memory" / "embeddings.sqlite3") as c:
+        c.execute("UPDATE tokens SET data = x'00ff'")  # every row cut short
+    assert _first(root, late_weight=1.0) == DECOY  # the search answers, as it would without token vectors
+    with pytest.raises(ValueError, match="take"):
+        unpack(b"\x00\xff", 3, 384, "bits")

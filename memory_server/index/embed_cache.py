@@ -110,7 +110,10 @@ class EmbeddingCache:
                     f"SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})", [fmt, *part]
                 )
                 for key, count, dim, blob in rows:
-                    out[key] = unpack(blob, count, dim, fmt)
+                    try:
+                        out[key] = unpack(blob, count, dim, fmt)
+                    except ValueError as exc:  # a damaged row: that text simply has no token vectors
+                        log.debug("token vectors of %s unreadable: %s", key, exc)
             return out
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):

@@ -37,7 +37,11 @@ def pack(rows: NDArray[np.float32], fmt: TokenFormat) -> bytes:
 
 
 def unpack(blob: bytes, count: int, dim: int, fmt: TokenFormat) -> NDArray[np.float32]:
-    """The rows `pack` stored, as float32 (tokens x dim) of unit length, ready for dot products."""
+    """The rows `pack` stored, as float32 (tokens x dim) of unit length, ready for dot products. A blob
+    of the wrong size for `count` and `dim` (a damaged row) raises ValueError."""
+    expected = {"bits": count * ((dim + 7) // 8), "int8": count * (4 + dim)}.get(fmt)
+    if expected is not None and len(blob) != expected:
+        raise ValueError(f"{count} token vectors of {dim} dimensions as {fmt} take {expected} bytes, not {len(blob)}")
     if fmt == "bits":
         width = (dim + 7) // 8
         bits = np.unpackbits(np.frombuffer(blob, dtype=np.uint8, count=count * width).reshape(count, width), axis=1)
