@@ -143,7 +143,8 @@ def status(as_json: bool) -> None:
     kw = info["keyword_index"]
     click.echo(f"keyword index: {'up to date' if kw['fresh'] else str(kw['pending_count']) + ' files pending'}")
     sem = info["semantic_index"]
-    click.echo(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}")
+    late = f", late interaction on ({sem['token_vectors']} token vectors)" if sem.get("late_interaction") else ""
+    click.echo(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}{late}")
     for p in info["problem_files"]:
         click.echo(f"{p['status']}: {p['path']}: {p['reason']}")
     if "config_error" in info:

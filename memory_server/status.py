@@ -78,6 +78,10 @@ def build_status(memory: Memory) -> dict[str, Any]:
             "vectors": vector_count(memory),
             "model": getattr(memory.embedder, "name", None),
             "model_loaded": bool(getattr(memory.embedder, "is_loaded", False)),
+            "token_vectors": memory.settings.embedding.token_vectors if memory.vectors is not None else "off",
+            "late_interaction": memory.vectors is not None
+            and memory.settings.embedding.token_vectors != "off"
+            and memory.settings.ranking.late_weight > 0,
             "error": memory.vector_error,
         },
         "indexing": {**memory.indexer.progress, **({"stopped": memory.index_failure} if memory.index_failure else {})},

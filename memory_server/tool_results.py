@@ -77,6 +77,8 @@ class SemanticIndexStatus(BaseModel):
     vectors: int | None = None
     model: str | None = None
     model_loaded: bool
+    token_vectors: str = "off"  # what late interaction keeps per token: bits, int8 or off
+    late_interaction: bool = False  # whether search_memory reranks its best candidates token by token
     error: str | None = None
 
 
