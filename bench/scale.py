@@ -68,6 +68,15 @@ class TimedEmbedder:
             self.seconds += time.perf_counter() - started
             self.texts += len(texts)
 
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
+        """The same, with token vectors (the indexer keeps them for late interaction)."""
+        started = time.perf_counter()
+        try:
+            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.texts += len(texts)
+
 
 @dataclass
 class StageClock:

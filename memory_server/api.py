@@ -91,7 +91,7 @@ class Memory:
         # Why background indexing stopped (the error, and when it is tried again); None while it works.
         self.index_failure: str | None = None
         self.on_repair_needed: Callable[[], None] | None = None  # the server's background sync sets this
-        self._cache_keys: dict[tuple[str, str, str, str | None, str], str] = {}
+        self._cache_keys: dict[tuple[str, str, str, str | None], str] = {}
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
 
     @classmethod
@@ -264,9 +264,10 @@ class Memory:
 
     def _cache_key(self, chunk: Chunk) -> str:
         # Building a chunk's embedding text costs more than the rest of the lookup on long chunks, and the
-        # same candidates come back query after query: remember the key by what it is made of.
+        # same candidates come back query after query: remember the key by what it is made of. The chunk's
+        # id is a hash of its path, lines and text, so the text itself need not be kept in the memo.
         assert self.embedder is not None
-        memo = (chunk.id, chunk.title, chunk.heading, chunk.date, chunk.text)
+        memo = (chunk.id, chunk.title, chunk.heading, chunk.date)
         key = self._cache_keys.get(memo)
         if key is None:
             if len(self._cache_keys) >= CACHE_KEYS_KEPT:

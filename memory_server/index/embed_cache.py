@@ -20,7 +20,7 @@ import numpy as np
 
 from memory_server.files.sqlite import connect, is_damage, quarantine, rollback
 from memory_server.index.embedder import Embedder, TokenEmbedder
-from memory_server.index.token_vectors import TokenFormat, pack, unpack
+from memory_server.index.token_vectors import TokenFormat, pack, unpack_many
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +109,13 @@ class EmbeddingCache:
                 rows = c.execute(
                     f"SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})", [fmt, *part]
                 )
-                for key, count, dim, blob in rows:
-                    try:
-                        out[key] = unpack(blob, count, dim, fmt)
-                    except ValueError as exc:  # a damaged row: that text simply has no token vectors
-                        log.debug("token vectors of %s unreadable: %s", key, exc)
+                found = rows.fetchall()
+                unpacked = unpack_many([(blob, count, dim) for _, count, dim, blob in found], fmt)
+                for (key, *_), rows_of_key in zip(found, unpacked, strict=True):
+                    if rows_of_key is None:  # a damaged row: that text simply has no token vectors
+                        log.debug("token vectors of %s unreadable", key)
+                    else:
+                        out[key] = rows_of_key
             return out
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
