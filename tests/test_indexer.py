@@ -120,3 +120,31 @@ def test_deleting_the_index_loses_nothing(root: Path):
     m2.index()
     assert sorted(m2.fts.iter_chunk_ids()) == before
     m2.close()
+
+
+def test_a_rebuild_drops_cached_embeddings_no_chunk_needs(root: Path):
+    """Edited passages leave their old vectors (and token vectors) in the cache; a rebuild keeps only what
+    the files hold now, and re-embeds nothing to do it."""
+    m = Memory(root, embedder=FakeEmbedder())
+    m.index()
+    kept = m.indexer.cache.count()
+    path = root / "topics" / "printer.md"
+    text = path.read_text(encoding="utf-8").replace("192.168.1.50", "192.168.1.51")  # that passage's old version
+    path.write_text(text + "\nA new paragraph about the spool holder.\n", encoding="utf-8")
+    write(root, "topics/gone.md", "# Gone\n\nA passage that will be deleted.\n")
+    m.index()
+    (root / "topics" / "gone.md").unlink()
+    m.index()
+    assert m.indexer.cache.count() == kept + 3  # the edited passage, the new one and the deleted file's
+    conn = m.indexer.cache._conn()
+    tokens_before = conn.execute("SELECT count(*) FROM tokens").fetchone()[0]
+    report = m.index(rebuild=True)
+    assert report.chunks_embedded == 0 and report.cache_pruned == 2  # the old passage, the deleted one
+    assert "2 unused cached embeddings dropped" in report.summary()
+    assert m.indexer.cache.count() == kept + 1
+    assert conn.execute("SELECT count(*) FROM tokens").fetchone()[0] < tokens_before
+    hits, _ = m.search_memory("spool holder", k=3)
+    assert any("spool holder" in h.text for h in hits)
+    assert m.index().cache_pruned == 0  # an ordinary sync never prunes
+    m.close()
+

@@ -161,6 +161,25 @@ class EmbeddingCache:
             rollback(c)
             raise
 
+    def prune(self, keep: set[str]) -> int:
+        """Drop every cached vector (and its token vectors) whose key is not in `keep`; returns how many.
+        A rebuild calls it with the keys of every chunk it embedded, so text no file holds any more (old
+        versions of edited passages, another model's vectors) stops taking space."""
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS keep_keys(key TEXT PRIMARY KEY)")
+            c.execute("DELETE FROM keep_keys")
+            c.executemany("INSERT OR IGNORE INTO keep_keys VALUES (?)", ((k,) for k in keep))
+            dropped = c.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM keep_keys)").rowcount
+            c.execute("DELETE FROM tokens WHERE key NOT IN (SELECT key FROM keep_keys)")
+            c.execute("DELETE FROM keep_keys")
+            c.execute("COMMIT")
+        except BaseException:
+            rollback(c)
+            raise
+        return int(dropped)
+
     def count(self) -> int:
         return int(self._conn().execute("SELECT count(*) FROM vectors").fetchone()[0])
 

@@ -25,7 +25,7 @@ from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.reading import FileSkipped
 from memory_server.files.root import MemoryRoot, layer_of
-from memory_server.index.embed_cache import EmbeddingCache
+from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FileRecord, FtsIndex
@@ -51,6 +51,7 @@ class SyncReport:
     files_read: int = 0
     chunks_embedded: int = 0
     vectors_written: int = 0
+    cache_pruned: int = 0  # a rebuild: cached embeddings of text no chunk holds any more, dropped
     seconds: float = 0.0
 
     @property
@@ -61,8 +62,9 @@ class SyncReport:
         return (
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{self.unchanged} unchanged, {len(self.skipped)} skipped; "
-            f"{self.chunks_embedded} chunks embedded, {self.vectors_written} vectors written "
-            f"in {self.seconds:.2f}s"
+            f"{self.chunks_embedded} chunks embedded, {self.vectors_written} vectors written"
+            + (f", {self.cache_pruned} unused cached embeddings dropped" if self.cache_pruned else "")
+            + f" in {self.seconds:.2f}s"
         )
 
 
@@ -97,6 +99,7 @@ class Indexer(IndexRepairs):
         self._transcripts: dict[str, Path] = {}
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
         self._checked = False  # the FTS database passed its integrity check in this process
+        self._used_keys: set[str] | None = None  # during a rebuild: the cache keys of every chunk embedded
 
     # -- syncing ------------------------------------------------------------------------------
 
@@ -132,11 +135,18 @@ class Indexer(IndexRepairs):
             if self.vectors is not None and self.embedder is not None and vectors:
                 self._open_vectors()
                 self._check_recipe(rebuild)
-                self._sync_vectors(report, progress)
-                # Now every file's vectors should be stored: a count that disagrees means the store lost
-                # or kept something behind the manifest's back (deleted folder, crash, another writer).
-                if (paths is None or self.vectors.replaced) and not self._check_vectors():
+                # A rebuild embeds every chunk, so it knows every text the cache still needs.
+                self._used_keys = set() if rebuild else None
+                try:
                     self._sync_vectors(report, progress)
+                    # Now every file's vectors should be stored: a count that disagrees means the store lost
+                    # or kept something behind the manifest's back (deleted folder, crash, another writer).
+                    if (paths is None or self.vectors.replaced) and not self._check_vectors():
+                        self._sync_vectors(report, progress)
+                    if self._used_keys is not None:
+                        report.cache_pruned = self.cache.prune(self._used_keys)
+                finally:
+                    self._used_keys = None
             if report.changed or report.vectors_written or rebuild:
                 self.fts.bump_generation()
         report.seconds = time.monotonic() - started
@@ -353,6 +363,8 @@ class Indexer(IndexRepairs):
             chunks.extend(self.fts.chunks_of(r.path))
         misses = self.cache.misses
         texts = [embed_text(c) for c in chunks]
+        if self._used_keys is not None:
+            self._used_keys.update(text_key(self.embedder.name, t) for t in texts)
         # Slices of similar length (so the model's batches pad little), checking for cancellation between
         # them: a slice takes a second or two, so a closing server never waits long.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
