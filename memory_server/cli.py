@@ -64,7 +64,8 @@ def serve() -> None:
 
 @cli.command(
     help="Bring the keyword (FTS5) and semantic (Chroma) indices up to date with the files; only what changed "
-    "is read again. --rebuild starts from nothing (cached embeddings are reused; those of text no file holds any more are dropped).",
+    "is read again. --rebuild starts from nothing (cached embeddings are reused; those of text no file holds "
+    "any more are dropped).",
     short_help="bring the indices up to date",
 )
 @click.option("--rebuild", is_flag=True, help="rebuild the indices from the files")
