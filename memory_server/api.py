@@ -204,7 +204,7 @@ class Memory:
         empty memory), or None when it is not."""
         progress = self.indexer.progress
         stage, done, total = progress.get("stage"), int(progress.get("done", 0)), int(progress.get("total", 0))
-        indexed = self.fts.counts()["files"]
+        indexed = self.fts.file_count()  # not counts(): counting 100k chunks took 42 ms on every search
         # Only while the index is still filling: a later pass over files already indexed changes little, and
         # the stage keeps its name once it is over.
         if stage == "reading files" and done < total and indexed < total:

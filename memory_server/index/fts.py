@@ -336,6 +336,10 @@ class FtsIndex:
     def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:
         yield from self.conn().execute("SELECT id, path FROM chunks")
 
+    def file_count(self) -> int:
+        """Files in the manifest (cheap: the chunk counts of `counts` scan every chunk)."""
+        return int(self.conn().execute("SELECT count(*) FROM files").fetchone()[0])
+
     def counts(self) -> dict[str, int]:
         c = self.conn()
         out = {"files": 0, "chunks": 0}
