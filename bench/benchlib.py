@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import hashlib
 import json
@@ -94,6 +95,18 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     name, raw = text.split("=", 1)
     section, key = name.strip().split(".", 1)
     return section, key, yaml.safe_load(raw)
+
+
+def add_set_option(parser: argparse.ArgumentParser, example: str = "ranking.rrf_k=30", scope: str = "") -> None:
+    """The `--set SECTION.KEY=VALUE` option every benchmark takes (read with `parse_override`)."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help=f"settings override{scope}, e.g. {example} (repeatable)",
+    )
 
 
 def overrides_to_mapping(overrides: Sequence[tuple[str, str, Any]]) -> dict[str, dict[str, Any]]:

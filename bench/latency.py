@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", help="an indexed memory root")
     parser.add_argument("--model", action="store_true", help="embed queries with the real model")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="settings override (repeatable), e.g. ranking.late_weight=0")
+    benchlib.add_set_option(parser, "ranking.late_weight=0")
     args = parser.parse_args(argv)
     settings = benchlib.make_settings([benchlib.parse_override(o) for o in args.overrides])
     memory = Memory(args.root, settings=settings, embedder=MiniLMEmbedder() if args.model else FakeEmbedder())

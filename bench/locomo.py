@@ -597,14 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--conversations", help="subset of conversations by index, e.g. 0,1 or 2-9 (default: all 10)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated modes out of {', '.join(MODES)}")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="settings override for every mode, e.g. ranking.rrf_k=30 (repeatable)",
-    )
+    benchlib.add_set_option(parser, scope=" for every mode")
     parser.add_argument(
         "--k", type=int, default=20, help="hits asked per query (default 20; >= 10 turns are needed for R@10)"
     )

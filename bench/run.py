@@ -341,8 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"tune subsets: LoCoMo conversations {QUICK_LOCOMO}, BEAM chats {QUICK_BEAM}")
     parser.add_argument("--locomo", help="LoCoMo conversations, e.g. 0-1 or 2,5 (default: all 10)")
     parser.add_argument("--beam", help="BEAM chats, e.g. 1-5 (default: all 20)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="settings override (repeatable), e.g. ranking.file_weight=0.3")
+    benchlib.add_set_option(parser, "ranking.file_weight=0.3")
     parser.add_argument("--k", type=int, default=20, help="hits asked per LoCoMo/BEAM query (default 20)")
     parser.add_argument("--max-questions", type=int, default=None, help="at most N questions per root (smoke runs)")
     parser.add_argument("--fake", action="store_true", help="FakeEmbedder (plumbing only, not a quality number)")

@@ -626,14 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--edits", type=int, default=3, help="edits timed per variant (default 3)")
     parser.add_argument("--no-server", action="store_true", help="skip the real-server phase")
     parser.add_argument("--no-rebuild", action="store_true", help="skip the rebuild-with-warm-cache timing")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="settings override, e.g. ranking.rrf_k=30 (repeatable)",
-    )
+    benchlib.add_set_option(parser)
     parser.add_argument("--roots", help="folder for the generated roots (default bench/results/roots)")
     parser.add_argument("--server-log", help="append the server's stderr (its log) to this file")
     parser.add_argument("--json-out", help="where to write the JSON results (default bench/results/scale.json)")
