@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,52 +87,44 @@ class EmbeddingCache:
             self._recover(exc)
             return {}
 
-    def _get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
+    def _rows_in(self, select: str, keys: Sequence[str], *args: str) -> list[tuple[Any, ...]]:
+        """`select` (ending in `key IN ({marks})`, after `args`' placeholders) over `keys`, 500 at a time:
+        SQLite caps a statement's variables."""
         c = self._conn()
+        rows: list[tuple[Any, ...]] = []
         for i in range(0, len(keys), 500):
             part = list(keys[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for key, dim, blob in c.execute(f"SELECT key, dim, vector FROM vectors WHERE key IN ({marks})", part):
-                out[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
-        return out
+            rows.extend(c.execute(select.format(marks=",".join("?" * len(part))), [*args, *part]))
+        return rows
+
+    def _get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        rows = self._rows_in("SELECT key, dim, vector FROM vectors WHERE key IN ({marks})", keys)
+        return {key: np.frombuffer(blob, dtype=np.float32, count=dim) for key, dim, blob in rows}
 
     def get_tokens(self, keys: Sequence[str], fmt: TokenFormat) -> dict[str, np.ndarray]:
         """Token vectors stored in `fmt` under `keys` (unit rows, float32); keys without them are left out."""
         if fmt == "off" or not keys:
             return {}
         try:
-            out: dict[str, np.ndarray] = {}
-            c = self._conn()
-            for i in range(0, len(keys), 500):
-                part = list(keys[i : i + 500])
-                marks = ",".join("?" * len(part))
-                rows = c.execute(
-                    f"SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})", [fmt, *part]
-                )
-                found = rows.fetchall()
-                unpacked = unpack_many([(blob, count, dim) for _, count, dim, blob in found], fmt)
-                for (key, *_), rows_of_key in zip(found, unpacked, strict=True):
-                    if rows_of_key is None:  # a damaged row: that text simply has no token vectors
-                        log.debug("token vectors of %s unreadable", key)
-                    else:
-                        out[key] = rows_of_key
-            return out
+            found = self._rows_in("SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})",
+                                  keys, fmt)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             self._recover(exc)
             return {}
+        out: dict[str, np.ndarray] = {}
+        unpacked = unpack_many([(blob, count, dim) for _, count, dim, blob in found], fmt)
+        for (key, *_), rows_of_key in zip(found, unpacked, strict=True):
+            if rows_of_key is None:  # a damaged row: that text simply has no token vectors
+                log.debug("token vectors of %s unreadable", key)
+            else:
+                out[key] = rows_of_key
+        return out
 
     def _keys_with_tokens(self, keys: Sequence[str], fmt: TokenFormat) -> set[str]:
-        c = self._conn()
-        have: set[str] = set()
-        for i in range(0, len(keys), 500):
-            part = list(keys[i : i + 500])
-            marks = ",".join("?" * len(part))
-            have.update(k for (k,) in c.execute(f"SELECT key FROM tokens WHERE format = ? AND key IN ({marks})",
-                                                 [fmt, *part]))
-        return have
+        return {key for (key,) in self._rows_in("SELECT key FROM tokens WHERE format = ? AND key IN ({marks})",
+                                                 keys, fmt)}
 
     def put_many(
         self, items: dict[str, np.ndarray], tokens: dict[str, np.ndarray] | None = None, fmt: TokenFormat = "off"
@@ -207,8 +200,7 @@ class EmbeddingCache:
                 new = dict(zip(unique, fresh, strict=True))
                 self.put_many(new, dict(zip(unique, token_rows, strict=True)), tokens)
             else:
-                fresh = embedder.embed(batch)
-                new = dict(zip(unique, fresh, strict=True))
+                new = dict(zip(unique, embedder.embed(batch), strict=True))
                 self.put_many(new)
             found.update(new)
         if not texts:

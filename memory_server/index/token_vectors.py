@@ -36,17 +36,26 @@ def pack(rows: NDArray[np.float32], fmt: TokenFormat) -> bytes:
     raise ConfigError(f"cannot pack token vectors as {fmt!r}: use one of bits, int8")
 
 
+def _size(count: int, dim: int, fmt: TokenFormat) -> int | None:
+    """Bytes `pack` writes for `count` rows of `dim` dimensions (None for an unknown format)."""
+    return {"bits": count * ((dim + 7) // 8), "int8": count * (4 + dim)}.get(fmt)
+
+
+def _signs(buffer: bytes, dim: int) -> NDArray[np.float32]:
+    """Packed sign bits (rows of `dim` bits, each row padded to whole bytes) as rows of +-1/sqrt(dim)."""
+    width = (dim + 7) // 8
+    bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8).reshape(-1, width), axis=1)
+    return (bits[:, :dim].astype(np.float32) * 2.0 - 1.0) / np.float32(np.sqrt(dim))
+
+
 def unpack(blob: bytes, count: int, dim: int, fmt: TokenFormat) -> NDArray[np.float32]:
     """The rows `pack` stored, as float32 (tokens x dim) of unit length, ready for dot products. A blob
     of the wrong size for `count` and `dim` (a damaged row) raises ValueError."""
-    expected = {"bits": count * ((dim + 7) // 8), "int8": count * (4 + dim)}.get(fmt)
+    expected = _size(count, dim, fmt)
     if expected is not None and len(blob) != expected:
         raise ValueError(f"{count} token vectors of {dim} dimensions as {fmt} take {expected} bytes, not {len(blob)}")
     if fmt == "bits":
-        width = (dim + 7) // 8
-        bits = np.unpackbits(np.frombuffer(blob, dtype=np.uint8, count=count * width).reshape(count, width), axis=1)
-        signs = bits[:, :dim].astype(np.float32) * 2.0 - 1.0
-        return signs / np.float32(np.sqrt(dim))
+        return _signs(blob, dim)
     if fmt == "int8":
         scale = np.frombuffer(blob, dtype=np.float32, count=count).reshape(count, 1)
         values = np.frombuffer(blob, dtype=np.int8, count=count * dim, offset=4 * count).reshape(count, dim)
@@ -70,12 +79,10 @@ def unpack_many(rows: list[tuple[bytes, int, int]], fmt: TokenFormat) -> list[ND
                 pass
         return out
     (dim,) = dims
-    width = (dim + 7) // 8
-    good = [i for i, (blob, count, _) in enumerate(rows) if len(blob) == count * width]
+    good = [i for i, (blob, count, _) in enumerate(rows) if len(blob) == _size(count, dim, fmt)]
     if not good:
         return out
-    bits = np.unpackbits(np.frombuffer(b"".join(rows[i][0] for i in good), dtype=np.uint8).reshape(-1, width), axis=1)
-    signs = (bits[:, :dim].astype(np.float32) * 2.0 - 1.0) / np.float32(np.sqrt(dim))
+    signs = _signs(b"".join(rows[i][0] for i in good), dim)
     start = 0
     for i in good:
         count = rows[i][1]

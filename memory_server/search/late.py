@@ -29,7 +29,7 @@ def maxsim(query_tokens: NDArray[np.float32], passage_tokens: NDArray[np.float32
     """Mean over the question's tokens of the best dot product with any of the passage's tokens."""
     if not len(query_tokens) or not len(passage_tokens):
         return 0.0
-    return float((query_tokens @ passage_tokens.T).max(axis=1).mean())
+    return maxsims(query_tokens, [passage_tokens])[0]
 
 
 def maxsims(query_tokens: NDArray[np.float32], passages: list[NDArray[np.float32]]) -> list[float]:
