@@ -248,18 +248,19 @@ class Memory:
 
     def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, Any]:
         """Stored vectors of chunks, from the embedding cache (no model call)."""
-        if self.embedder is None or not chunks:
-            return {}
-        keys = {c.id: self._cache_key(c) for c in chunks}
-        found = self.indexer.cache.get_many(list(set(keys.values())))
-        return {cid: found[key] for cid, key in keys.items() if key in found}
+        return self._from_cache(chunks, self.indexer.cache.get_many)
 
     def _cached_tokens(self, chunks: list[Chunk]) -> dict[str, Any]:
         """Stored token vectors of chunks, from the embedding cache (no model call)."""
+        fmt = self.settings.embedding.token_vectors
+        return self._from_cache(chunks, lambda keys: self.indexer.cache.get_tokens(keys, fmt))
+
+    def _from_cache(self, chunks: list[Chunk], get: Callable[[list[str]], dict[str, Any]]) -> dict[str, Any]:
+        """chunk id -> what `get` finds under the chunk's embedding-cache key."""
         if self.embedder is None or not chunks:
             return {}
         keys = {c.id: self._cache_key(c) for c in chunks}
-        found = self.indexer.cache.get_tokens(list(set(keys.values())), self.settings.embedding.token_vectors)
+        found = get(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
     def _cache_key(self, chunk: Chunk) -> str:
