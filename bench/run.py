@@ -115,8 +115,11 @@ def open_root(root: Path, settings: Settings, embedder: Embedder) -> Memory:
 
 
 def ask(
-    memory: Memory, questions: Sequence[tuple[str, Callable[[list[Hit]], dict[str, float]], dict[str, Any]]],
-    tool: str, k: int, details: list[dict[str, Any]] | None,
+    memory: Memory,
+    questions: Sequence[tuple[str, Callable[[list[Hit]], dict[str, float]], dict[str, Any]]],
+    tool: str,
+    k: int,
+    details: list[dict[str, Any]] | None,
 ) -> tuple[list[dict[str, Any]], list[float]]:
     """Ask each (query, scorer, labels) once with `tool`; the scored rows and latencies (seconds)."""
     search = searcher(tool)
@@ -130,8 +133,14 @@ def ask(
         row = {**labels, **score(hits)}
         rows.append(row)
         if details is not None:
-            details.append({**row, "tool": tool, "query": text,
-                            "hits": [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:10]]})
+            details.append(
+                {
+                    **row,
+                    "tool": tool,
+                    "query": text,
+                    "hits": [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:10]],
+                }
+            )
     return rows, latencies
 
 
@@ -162,9 +171,7 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
                 per_tool[tool][1].extend(lat)
         finally:
             memory.close()
-    out.extend(
-        summarise("locomo", per_tool, "turn, held out 2-9", lambda row: row["conversation"] in locomo.HELD_OUT)
-    )
+    out.extend(summarise("locomo", per_tool, "turn, held out 2-9", lambda row: row["conversation"] in locomo.HELD_OUT))
     _write_details(args, "locomo", details)
     return out
 
@@ -230,8 +237,9 @@ def coding_root(args: argparse.Namespace, overrides: Sequence[tuple[str, str, An
     return root
 
 
-def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
-               overrides: Sequence[tuple[str, str, Any]]) -> list[dict[str, Any]]:
+def run_coding(
+    args: argparse.Namespace, settings: Settings, embedder: Embedder, overrides: Sequence[tuple[str, str, Any]]
+) -> list[dict[str, Any]]:
     probe = benchlib.data_dir() / CODING_DIR
     queries = json.loads((probe / "queries.json").read_text(encoding="utf-8"))
     if args.max_questions:
@@ -250,8 +258,14 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
                 for kind in ("paraphrase", "literal"):
                     chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if r["kind"] == kind]
                     if chosen:
-                        out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}",
-                                    **mean_row([r for r, _ in chosen], [t for _, t in chosen])})
+                        out.append(
+                            {
+                                "set": "coding",
+                                "tool": tool,
+                                "kind": f"paragraph, {kind}",
+                                **mean_row([r for r, _ in chosen], [t for _, t in chosen]),
+                            }
+                        )
         finally:
             memory.close()
         _write_details(args, "coding", details)
@@ -259,8 +273,19 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
     server = Path(sys.executable).parent / "memory-server"
     for tool in args.tools:
         detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
-        command = [sys.executable, str(probe / "score.py"), "--root", str(root), "--in-place",
-                   "--server", str(server if server.exists() else "memory-server"), "--tool", tool, "--k", "10"]
+        command = [
+            sys.executable,
+            str(probe / "score.py"),
+            "--root",
+            str(root),
+            "--in-place",
+            "--server",
+            str(server if server.exists() else "memory-server"),
+            "--tool",
+            tool,
+            "--k",
+            "10",
+        ]
         if args.max_questions:
             query_file = root.parent / "coding-queries.json"
             query_file.write_text(json.dumps(queries), encoding="utf-8")
@@ -271,21 +296,34 @@ def run_coding(args: argparse.Namespace, settings: Settings, embedder: Embedder,
         proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
         if proc.returncode != 0:
             raise SystemExit(f"coding-probe scorer failed:\n{proc.stdout}\n{proc.stderr}")
-        result = json.loads(proc.stdout[proc.stdout.index("{"): proc.stdout.rindex("}") + 1])
+        result = json.loads(proc.stdout[proc.stdout.index("{") : proc.stdout.rindex("}") + 1])
         for kind in ("paraphrase", "literal"):
             if kind in result:
                 got = result[kind]
-                out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}", "n": got["n"],
-                            **{f"R@{k}": got[f"R@{k}"] for k in KS}, "file_R@1": got["file_R@1"],
-                            "p50_ms": result["latency_ms_p50"], "p95_ms": result["latency_ms_p95"]})
+                out.append(
+                    {
+                        "set": "coding",
+                        "tool": tool,
+                        "kind": f"paragraph, {kind}",
+                        "n": got["n"],
+                        **{f"R@{k}": got[f"R@{k}"] for k in KS},
+                        "file_R@1": got["file_R@1"],
+                        "p50_ms": result["latency_ms_p50"],
+                        "p95_ms": result["latency_ms_p95"],
+                    }
+                )
     return out
 
 
 def _coding_scorer(q: dict[str, Any]) -> Callable[[list[Hit]], dict[str, float]]:
     def score(hits: list[Hit]) -> dict[str, float]:
         rank = next(
-            (i for i, h in enumerate(hits, 1) for g in q["gold"]
-             if h.path == g["path"] and h.start_line <= g["end_line"] and g["start_line"] <= h.end_line),
+            (
+                i
+                for i, h in enumerate(hits, 1)
+                for g in q["gold"]
+                if h.path == g["path"] and h.start_line <= g["end_line"] and g["start_line"] <= h.end_line
+            ),
             None,
         )
         return {f"R@{k}": float(rank is not None and rank <= k) for k in KS}
@@ -314,8 +352,9 @@ def summarise(
         out.append({"set": name, "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
         chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if in_subset(r)]
         if chosen and len(chosen) < len(rows):
-            out.append({"set": name, "tool": tool, "kind": subset,
-                        **mean_row([r for r, _ in chosen], [t for _, t in chosen])})
+            out.append(
+                {"set": name, "tool": tool, "kind": subset, **mean_row([r for r, _ in chosen], [t for _, t in chosen])}
+            )
     return out
 
 
@@ -337,8 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bench/run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, out of {', '.join(SETS)}")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"tune subsets: LoCoMo conversations {QUICK_LOCOMO}, BEAM chats {QUICK_BEAM}")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"tune subsets: LoCoMo conversations {QUICK_LOCOMO}, BEAM chats {QUICK_BEAM}",
+    )
     parser.add_argument("--locomo", help="LoCoMo conversations, e.g. 0-1 or 2,5 (default: all 10)")
     parser.add_argument("--beam", help="BEAM chats, e.g. 1-5 (default: all 20)")
     benchlib.add_set_option(parser, "ranking.file_weight=0.3")
@@ -346,11 +388,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-questions", type=int, default=None, help="at most N questions per root (smoke runs)")
     parser.add_argument("--fake", action="store_true", help="FakeEmbedder (plumbing only, not a quality number)")
     parser.add_argument("--roots", help="folder for the memory roots (default bench/results/roots/dev-<embedder>)")
-    parser.add_argument("--rebuild", action="store_true",
-                        help="rebuild each root's indices (after a chunker change); cached vectors are reused")
+    parser.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="rebuild each root's indices (after a chunker change); cached vectors are reused",
+    )
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, out of {', '.join(TOOLS)}")
-    parser.add_argument("--in-process", action="store_true",
-                        help="score coding-probe in process instead of through its MCP scorer (for tuning)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="score coding-probe in process instead of through its MCP scorer (for tuning)",
+    )
     parser.add_argument("--details", help="folder for per-question hits (JSON)")
     parser.add_argument("--json-out", help="where to write the results (default bench/results/run.json)")
     return parser
@@ -374,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     overrides = [benchlib.parse_override(o) for o in args.overrides]
     settings = locomo.base_settings(overrides, args.k)
     embedder: Embedder = (
-        FakeEmbedder() if args.fake
+        FakeEmbedder()
+        if args.fake
         else QueryCachingEmbedder(MiniLMEmbedder(), benchlib.RESULTS_DIR / "query-embeddings.sqlite3")
     )
     rows: list[dict[str, Any]] = []
@@ -390,9 +439,16 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "run",
         "environment": benchlib.environment(),
-        "config": {"sets": sets, "locomo": args.locomo, "beam": args.beam, "k": args.k, "embedder": embedder.name,
-                   "fake_embedder": bool(args.fake), "overrides": benchlib.flat_overrides(overrides),
-                   "max_questions": args.max_questions},
+        "config": {
+            "sets": sets,
+            "locomo": args.locomo,
+            "beam": args.beam,
+            "k": args.k,
+            "embedder": embedder.name,
+            "fake_embedder": bool(args.fake),
+            "overrides": benchlib.flat_overrides(overrides),
+            "max_questions": args.max_questions,
+        },
         "seconds": round(time.perf_counter() - started, 1),
         "results": rows,
     }

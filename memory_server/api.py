@@ -1,10 +1,10 @@
 """`Memory`: one memory root with its indices, the API the MCP tools and the command line both call.
 
-    from memory_server import Memory
-    memory = Memory("~/notes/memory")
-    memory.index()
-    for hit in memory.search_exact("SAVE_CONFIG"):
-        print(hit.path, hit.start_line, hit.text)
+from memory_server import Memory
+memory = Memory("~/notes/memory")
+memory.index()
+for hit in memory.search_exact("SAVE_CONFIG"):
+    print(hit.path, hit.start_line, hit.text)
 """
 
 from __future__ import annotations
@@ -84,9 +84,7 @@ class Memory:
                 threads=settings.embedding.threads,
             )
             self.vectors = VectorIndex(settings.vectors, chroma_path, dim=384)
-        self.indexer = Indexer(
-            self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path)
-        )
+        self.indexer = Indexer(self.root, settings, self.fts, self.vectors, self.embedder, EmbeddingCache(cache_path))
         self.vector_error: str | None = None
         # Why background indexing stopped (the error, and when it is tried again); None while it works.
         self.index_failure: str | None = None
@@ -137,9 +135,7 @@ class Memory:
             # The database was damaged since this process checked it: check again, rebuild, carry on.
             log.warning("keyword index unreadable while indexing (%s); rebuilding it from the files", exc)
             self.indexer.ensure_healthy(force=True, timeout=timeout)
-            report = self.indexer.sync(
-                rebuild=rebuild, paths=None, vectors=vectors, timeout=timeout, progress=progress
-            )
+            report = self.indexer.sync(rebuild=rebuild, paths=None, vectors=vectors, timeout=timeout, progress=progress)
         if report.vectors_written:
             self.vector_error = None
         return report
@@ -178,7 +174,12 @@ class Memory:
         def run() -> tuple[list[Hit], str]:
             try:
                 found = search_hybrid(
-                    self.fts, vectors, self.embedder, q, self.settings.search, self.settings.ranking,
+                    self.fts,
+                    vectors,
+                    self.embedder,
+                    q,
+                    self.settings.search,
+                    self.settings.ranking,
                     vector_lookup=self._cached_vectors,
                     token_lookup=self._cached_tokens if self.settings.embedding.token_vectors != "off" else None,
                 )

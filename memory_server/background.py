@@ -106,8 +106,9 @@ class Background:
         if self._stop.is_set():
             return
         if self.memory.root.read_only:  # served from its existing index; nothing can be updated there
-            log.warning("the memory root %s is read-only: searching its existing index, not updating it",
-                        self.memory.root.path)
+            log.warning(
+                "the memory root %s is read-only: searching its existing index, not updating it", self.memory.root.path
+            )
             self.keyword_ready.set()
             return
         # At start, trust no size or modification time: a file restored with its old time is caught here

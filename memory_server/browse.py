@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from memory_server.api import Memory
 
 
-
 def read(memory: Memory, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
     """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
     `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines."""
@@ -53,6 +52,7 @@ def read(memory: Memory, path: str, start_line: int | None = None, end_line: int
         out["cut_lines"] = list(window.cut_lines)
     return out
 
+
 def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
     record = memory.fts.file(virtual)
     if record is None or not record.source:
@@ -71,9 +71,11 @@ def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, 
         used += len(line) + 1
     return {"path": virtual, "start_line": start_line or 1, "end_line": end_line, "text": "\n".join(text)}
 
+
 def topic_count(memory: Memory) -> int:
     """How many topic files there are (list_topics shows the first few of a large root)."""
     return sum(1 for rel, layer in memory.root.memory_files() if layer == "topic" and rel.startswith("topics/"))
+
 
 def list_topics(memory: Memory, limit: int | None = None) -> list[dict[str, Any]]:
     """Topic files with their title, description, updated date and tags (from front matter), in path

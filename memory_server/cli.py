@@ -70,10 +70,12 @@ def serve() -> None:
 )
 @click.option("--rebuild", is_flag=True, help="rebuild the indices from the files")
 @click.option("--keyword-only", is_flag=True, help="update only the keyword index (no model)")
-@click.option("--verify", is_flag=True,
-              help="also read files whose size and time look unchanged, and re-index those that changed")
-@click.option("--wait", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              help="seconds to wait for another writer")
+@click.option(
+    "--verify", is_flag=True, help="also read files whose size and time look unchanged, and re-index those that changed"
+)
+@click.option(
+    "--wait", type=click.FloatRange(min=0), default=600.0, show_default=True, help="seconds to wait for another writer"
+)
 @common_options
 def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
     memory = open_memory(**({"embedder": False} if keyword_only else {}))
@@ -97,8 +99,15 @@ def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
 @click.option("--before", metavar="YYYY-MM-DD", help="only hits dated on or before this day")
 @click.option("--json", "as_json", is_flag=True, help="print the hits as JSON")
 @common_options
-def search(query: str, exact: bool, k: int | None, layers: tuple[str, ...], after: str | None,
-           before: str | None, as_json: bool) -> None:
+def search(
+    query: str,
+    exact: bool,
+    k: int | None,
+    layers: tuple[str, ...],
+    after: str | None,
+    before: str | None,
+    as_json: bool,
+) -> None:
     memory = open_memory(**({"embedder": False} if exact else {}))
     try:
         chosen = list(layers) or None
@@ -126,8 +135,10 @@ def search(query: str, exact: bool, k: int | None, layers: tuple[str, ...], afte
             click.echo(f"    {line}")
 
 
-@cli.command(help="What memory_status returns: counts, index freshness and problems.",
-             short_help="show counts, index freshness and problems")
+@cli.command(
+    help="What memory_status returns: counts, index freshness and problems.",
+    short_help="show counts, index freshness and problems",
+)
 @click.option("--json", "as_json", is_flag=True, help="print as JSON")
 @common_options
 def status(as_json: bool) -> None:
@@ -164,11 +175,16 @@ def status(as_json: bool) -> None:
 @click.argument("transcripts", nargs=-1, metavar="[TRANSCRIPT.jsonl]...")
 @click.option("--all", "all_dir", metavar="DIR", help="compress every transcript under DIR")
 @click.option("--transcript-root", metavar="DIR", help="refuse transcripts outside this folder")
-@click.option("--lock-timeout", type=click.FloatRange(min=0), default=None,
-              help="seconds to wait for another compression (default 60)")
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="seconds to wait for another compression (default 60)",
+)
 @common_options
-def compress(transcripts: tuple[str, ...], all_dir: str | None, transcript_root: str | None,
-             lock_timeout: float | None) -> int:
+def compress(
+    transcripts: tuple[str, ...], all_dir: str | None, transcript_root: str | None, lock_timeout: float | None
+) -> int:
     from memory_server.files.root import MemoryRoot
     from memory_server.sessions.compress import LOCK_TIMEOUT, compress_all, compress_transcript
 
@@ -179,15 +195,24 @@ def compress(transcripts: tuple[str, ...], all_dir: str | None, transcript_root:
     if all_dir:
         progress = StageProgress()
         try:
-            written.extend(compress_all(Path(all_dir).expanduser(), root,
-                                        progress=lambda done, total: progress("compressing", done, total)))
+            written.extend(
+                compress_all(
+                    Path(all_dir).expanduser(), root, progress=lambda done, total: progress("compressing", done, total)
+                )
+            )
         finally:
             progress.close()
     failed = False
     for transcript in transcripts:  # one bad transcript does not stop the others
         try:
-            written.extend(compress_transcript(transcript, root, transcript_root=transcript_root,
-                                               lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout))
+            written.extend(
+                compress_transcript(
+                    transcript,
+                    root,
+                    transcript_root=transcript_root,
+                    lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
+                )
+            )
         except MemoryServerError as exc:
             click.echo(f"memory-server: {exc}", err=True)
             failed = True

@@ -59,13 +59,13 @@ INSTRUCTIONS = (
 
 DESCRIPTIONS = {
     "search_memory": (
-        "Search memory by meaning, for questions in your own words (\"what did we decide about retries?\"). "
+        'Search memory by meaning, for questions in your own words ("what did we decide about retries?"). '
         "Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file. "
         "A topic hit (curated truth) wins over a session hit (a past session)."
     ),
     "search_exact": (
         "Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is. "
-        "match says phrase (contains the query), all_terms or any_terms. Add layer \"transcript\" only to "
+        'match says phrase (contains the query), all_terms or any_terms. Add layer "transcript" only to '
         "settle a disagreement."
     ),
     "read_memory": (
@@ -204,7 +204,10 @@ def build_server(
     @mcp.tool(description=DESCRIPTIONS["search_memory"], annotations=READ_ONLY)
     @tool_errors
     def search_memory(
-        query: Query, k: K = defaults.search.default_k, layers: Layers = None, after: After = None,
+        query: Query,
+        k: K = defaults.search.default_k,
+        layers: Layers = None,
+        after: After = None,
         before: Before = None,
     ) -> SearchResult:
         memory = ready()
@@ -214,7 +217,10 @@ def build_server(
     @mcp.tool(description=DESCRIPTIONS["search_exact"], annotations=READ_ONLY)
     @tool_errors
     def search_exact(
-        query: Query, k: K = defaults.search.default_k, layers: Layers = None, after: After = None,
+        query: Query,
+        k: K = defaults.search.default_k,
+        layers: Layers = None,
+        after: After = None,
         before: Before = None,
     ) -> SearchResult:
         memory = ready()

@@ -34,6 +34,7 @@ def pending_files(memory: Memory, on_disk: dict[str, str] | None = None) -> list
     pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer != "transcript")
     return sorted(pending)
 
+
 def vector_count(memory: Memory) -> int | None:
     """Vectors in Chroma, when this process has it open (status never loads Chroma just to count)."""
     if memory.vectors is None or not memory.vectors.is_open:
@@ -43,6 +44,7 @@ def vector_count(memory: Memory) -> int | None:
     except VectorStoreError as exc:
         memory.vector_error = str(exc)
         return None
+
 
 def build_status(memory: Memory) -> dict[str, Any]:
     """Counts, index freshness, problem files, what is running, and whether a dream is due; bounded."""
@@ -106,6 +108,7 @@ def build_status(memory: Memory) -> dict[str, Any]:
     if memory.config_error:
         out["config_error"] = memory.config_error
     return out
+
 
 def dream_status(memory: Memory) -> dict[str, Any]:
     try:

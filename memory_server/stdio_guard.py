@@ -53,13 +53,14 @@ def exit_on_hangup(on_hangup: Callable[[], None]) -> None:
         poller.register(fd, select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0))
         while True:
             events = poller.poll()
-            if any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0))
-                   for _, ev in events):
+            if any(
+                ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0))
+                for _, ev in events
+            ):
                 break
         on_hangup()
         time.sleep(EXIT_GRACE_SECONDS)
-        log.warning("the client closed stdin %.1fs ago and a request is still running; exiting now",
-                    EXIT_GRACE_SECONDS)
+        log.warning("the client closed stdin %.1fs ago and a request is still running; exiting now", EXIT_GRACE_SECONDS)
         for handler in logging.getLogger().handlers:
             handler.flush()
         os._exit(0)
@@ -124,10 +125,14 @@ def error_answer(exc: Exception) -> types.JSONRPCError:
     """The JSON-RPC error for a line the SDK could not read as a message (`exc` is what its reader raised)."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     if not errors or any(e["type"] == "json_invalid" for e in errors):
-        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
-            code=types.PARSE_ERROR,
-            message="parse error: the line is not valid JSON; send one JSON-RPC message per line",
-        ))
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(
+                code=types.PARSE_ERROR,
+                message="parse error: the line is not valid JSON; send one JSON-RPC message per line",
+            ),
+        )
     rid: int | str | None = None
     for e in errors:
         got = e.get("input")
@@ -136,13 +141,17 @@ def error_answer(exc: Exception) -> types.JSONRPCError:
             if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
                 rid = value
                 break
-    where = "; ".join(dict.fromkeys(
-        f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'message'}: {e['msg']}" for e in errors[:6]
-    ))
-    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-        code=types.INVALID_REQUEST,
-        message=f"invalid request: not a JSON-RPC 2.0 request, response or notification ({where[:500]})",
-    ))
+    where = "; ".join(
+        dict.fromkeys(f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'message'}: {e['msg']}" for e in errors[:6])
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=rid,
+        error=types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"invalid request: not a JSON-RPC 2.0 request, response or notification ({where[:500]})",
+        ),
+    )
 
 
 async def serve_stdio(server: Any) -> None:

@@ -113,9 +113,7 @@ class Status(BaseModel):
     config_error: str | None = None
 
 
-def search_result(
-    hits: Sequence[Hit], *, mode: str | None = None, note: str | None = None
-) -> SearchResult:
+def search_result(hits: Sequence[Hit], *, mode: str | None = None, note: str | None = None) -> SearchResult:
     """Hits in rank order, each file's title once."""
     titles: dict[str, str] = {}
     out = []
@@ -124,8 +122,14 @@ def search_result(
         heading = hit.heading if hit.heading and hit.heading != title else None
         out.append(
             SearchHit(
-                path=hit.path, start_line=hit.start_line, end_line=hit.end_line, layer=hit.layer,  # type: ignore[arg-type]
-                date=hit.date, score=round(hit.score, 3), heading=heading, text=hit.text,
+                path=hit.path,
+                start_line=hit.start_line,
+                end_line=hit.end_line,
+                layer=hit.layer,  # type: ignore[arg-type]
+                date=hit.date,
+                score=round(hit.score, 3),
+                heading=heading,
+                text=hit.text,
                 match=hit.match,  # type: ignore[arg-type]
             )
         )

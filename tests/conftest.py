@@ -37,6 +37,7 @@ def require_shared(path: Path) -> Path:
         pytest.skip(f"needs {path}: data beside the repository (../shared or MEMORY_SERVER_SHARED), see README")
     return path
 
+
 # Every process a test starts carries this mark in its environment (tests that build an environment by
 # hand copy it), so the end of the run can tell whether any of them outlived the test that started it.
 RUN_MARK = "MEMORY_SERVER_TEST_RUN"
@@ -85,6 +86,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     else:
         print(message, file=sys.stderr)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 PRINTER_TOPIC = """\
 ---
@@ -136,12 +138,20 @@ ended: 2026-03-02T11:00:00Z
 
 
 def run_cli(
-    *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None,
+    *args: str,
+    input: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     """Run `memory-server ARGS...` as a subprocess, as the plugin and a person do."""
     return subprocess.run(
-        [*CLI, *args], input=input, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+        [*CLI, *args],
+        input=input,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
 

@@ -1,9 +1,9 @@
 """Talking to a real `memory-server serve` subprocess over stdio, for end-to-end tests.
 
-    connect(root)              the MCP SDK's client session (async context manager)
-    wait_until_indexed(s)      poll memory_status until the index holds the files on disk
-    finds(query)               for wait_until_indexed(until=...): search_exact finds the query
-    RawClient(root, errlog)    hand-written JSON-RPC lines on the server's pipes (what an SDK will not send)
+connect(root)              the MCP SDK's client session (async context manager)
+wait_until_indexed(s)      poll memory_status until the index holds the files on disk
+finds(query)               for wait_until_indexed(until=...): search_exact finds the query
+RawClient(root, errlog)    hand-written JSON-RPC lines on the server's pipes (what an SDK will not send)
 """
 
 from __future__ import annotations
@@ -109,7 +109,9 @@ class RawClient:
         self.err: IO[bytes] = open(errlog, "wb") if isinstance(errlog, Path) else errlog
         self.proc = subprocess.Popen(
             [*SERVER_COMMAND, "serve", "--root", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.responses: dict[Any, dict[str, Any]] = {}
@@ -117,9 +119,14 @@ class RawClient:
         self.next_id = 1
         threading.Thread(target=self._read, daemon=True).start()
         if initialize:
-            self.request("initialize", {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"},
-            })
+            self.request(
+                "initialize",
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            )
             self.notify("notifications/initialized")
 
     def _read(self) -> None:

@@ -169,33 +169,169 @@ def _token_formats(g: _Gen) -> list[tuple[str, str, str]]:
     composite: list[tuple[str, Callable[[], tuple[str, str]]]] = [
         ("mailchimp", lambda: (lambda r: (r + "-us" + g.s(DIG, 2)[:1] + "4", r))(g.s(HEX, 32))),
         ("telegram bot", lambda: (lambda r: (g.s(DIG, 10) + ":" + r, r))("AA" + g.s(URLSAFE, 33))),
-        ("discord bot", lambda: (lambda r: ("M" + g.s(ALNUM, 23) + "." + g.s(URLSAFE, 6) + "." + r, r))(g.s(URLSAFE, 38))),
-        ("jwt", lambda: (lambda r: (_j("ey", "JhbGciOiJIUzI1NiJ9.ey") + "J" + g.s(URLSAFE, 40) + "." + r, r))(g.s(URLSAFE, 43))),
-        ("slack webhook", lambda: (lambda r: (_j("https://hooks", ".slack.com/services/T") + g.s(UP + DIG, 10) + "/B" + g.s(UP + DIG, 10) + "/" + r, r))(g.s(ALNUM, 24))),
-        ("slack workflow webhook", lambda: (lambda r: (_j("https://hooks", ".slack.com/workflows/T") + g.s(UP + DIG, 10) + "/A" + g.s(UP + DIG, 10) + "/" + g.s(DIG, 18) + "/" + r, r))(g.s(ALNUM, 24))),
-        ("discord webhook", lambda: (lambda r: (_j("https://discord", ".com/api/webhooks/") + g.s(DIG, 18) + "/" + r, r))(g.s(URLSAFE, 68))),
-        ("teams webhook", lambda: (lambda r: ("https://acme.webhook" + ".office.com/webhookb2/" + g.s(HEX, 8) + "-1111-2222-3333-" + g.s(HEX, 12) + "@" + g.s(HEX, 8) + "/IncomingWebhook/" + r + "/" + g.s(HEX, 8), r))(g.s(HEX, 32))),
-        ("azure storage", lambda: (lambda r: ("DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey=" + r + "==;EndpointSuffix=core.windows.net", r))(g.s(B64, 86))),
-        ("azure sas url", lambda: (lambda r: ("https://acme.blob.core.windows.net/c/f.txt?sv=2022-11-02&se=2026-01-01&sig=" + r + "%3D", r))(g.s(ALNUM + "%", 43))),
+        (
+            "discord bot",
+            lambda: (lambda r: ("M" + g.s(ALNUM, 23) + "." + g.s(URLSAFE, 6) + "." + r, r))(g.s(URLSAFE, 38)),
+        ),
+        (
+            "jwt",
+            lambda: (lambda r: (_j("ey", "JhbGciOiJIUzI1NiJ9.ey") + "J" + g.s(URLSAFE, 40) + "." + r, r))(
+                g.s(URLSAFE, 43)
+            ),
+        ),
+        (
+            "slack webhook",
+            lambda: (
+                lambda r: (
+                    _j("https://hooks", ".slack.com/services/T")
+                    + g.s(UP + DIG, 10)
+                    + "/B"
+                    + g.s(UP + DIG, 10)
+                    + "/"
+                    + r,
+                    r,
+                )
+            )(g.s(ALNUM, 24)),
+        ),
+        (
+            "slack workflow webhook",
+            lambda: (
+                lambda r: (
+                    _j("https://hooks", ".slack.com/workflows/T")
+                    + g.s(UP + DIG, 10)
+                    + "/A"
+                    + g.s(UP + DIG, 10)
+                    + "/"
+                    + g.s(DIG, 18)
+                    + "/"
+                    + r,
+                    r,
+                )
+            )(g.s(ALNUM, 24)),
+        ),
+        (
+            "discord webhook",
+            lambda: (lambda r: (_j("https://discord", ".com/api/webhooks/") + g.s(DIG, 18) + "/" + r, r))(
+                g.s(URLSAFE, 68)
+            ),
+        ),
+        (
+            "teams webhook",
+            lambda: (
+                lambda r: (
+                    "https://acme.webhook"
+                    + ".office.com/webhookb2/"
+                    + g.s(HEX, 8)
+                    + "-1111-2222-3333-"
+                    + g.s(HEX, 12)
+                    + "@"
+                    + g.s(HEX, 8)
+                    + "/IncomingWebhook/"
+                    + r
+                    + "/"
+                    + g.s(HEX, 8),
+                    r,
+                )
+            )(g.s(HEX, 32)),
+        ),
+        (
+            "azure storage",
+            lambda: (
+                lambda r: (
+                    "DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey="
+                    + r
+                    + "==;EndpointSuffix=core.windows.net",
+                    r,
+                )
+            )(g.s(B64, 86)),
+        ),
+        (
+            "azure sas url",
+            lambda: (
+                lambda r: ("https://acme.blob.core.windows.net/c/f.txt?sv=2022-11-02&se=2026-01-01&sig=" + r + "%3D", r)
+            )(g.s(ALNUM + "%", 43)),
+        ),
         ("azure ad client secret", lambda: (lambda r: (g.s(ALNUM, 3) + "8Q~" + r, r))(g.s(ALNUM + "_~.-", 34))),
         ("twitter bearer", lambda: (lambda r: ("A" * 22 + r, r))(g.s(ALNUM + "%", 80))),
         ("facebook access token", lambda: (lambda r: ("EA" + "AB" + r, r))(g.s(ALNUM, 160))),
         ("circleci", lambda: (lambda r: (_j("CCI", "PAT_") + g.s(ALNUM, 22) + "_" + r, r))(g.s(HEX, 40))),
         ("langsmith", lambda: (lambda r: (_j("lsv2", "_pt_") + r + "_" + g.s(HEX, 10), r))(g.s(HEX, 32))),
-        ("hubspot", lambda: (lambda r: (_j("pat-", "na1-") + r, r))(f"{g.s(HEX, 8)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 12)}")),
+        (
+            "hubspot",
+            lambda: (lambda r: (_j("pat-", "na1-") + r, r))(
+                f"{g.s(HEX, 8)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 12)}"
+            ),
+        ),
         ("postman", lambda: (lambda r: (_j("PM", "AK-") + g.s(HEX, 24) + "-" + r, r))(g.s(HEX, 34))),
         ("airtable", lambda: (lambda r: (_j("pa", "t") + g.s(ALNUM, 14) + "." + r, r))(g.s(HEX, 64))),
-        ("terraform cloud", lambda: (lambda r: (g.s(LO + DIG, 14) + ".atlas" + "v1." + r, r))(g.s(LO + DIG + "_-", 67))),
+        (
+            "terraform cloud",
+            lambda: (lambda r: (g.s(LO + DIG, 14) + ".atlas" + "v1." + r, r))(g.s(LO + DIG + "_-", 67)),
+        ),
         ("cloudflare origin ca", lambda: (lambda r: ("v1.0-" + g.s(HEX, 24) + "-" + r, r))(g.s(HEX, 146))),
-        ("plaid", lambda: (lambda r: ("access-production-" + r, r))(f"{g.s(HEX, 8)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 12)}")),
-        ("zapier webhook", lambda: (lambda r: ("https://hooks.zapier" + ".com/hooks/catch/" + g.s(DIG, 7) + "/" + r + "/", r))(g.s(LO + DIG, 7) + "x1")),
-        ("url password", lambda: (lambda r: ("postgres://app:" + r + "@db.internal:5432/main", r))(g.s(ALNUM + "!%*", 18))),
+        (
+            "plaid",
+            lambda: (lambda r: ("access-production-" + r, r))(
+                f"{g.s(HEX, 8)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 4)}-{g.s(HEX, 12)}"
+            ),
+        ),
+        (
+            "zapier webhook",
+            lambda: (lambda r: ("https://hooks.zapier" + ".com/hooks/catch/" + g.s(DIG, 7) + "/" + r + "/", r))(
+                g.s(LO + DIG, 7) + "x1"
+            ),
+        ),
+        (
+            "url password",
+            lambda: (lambda r: ("postgres://app:" + r + "@db.internal:5432/main", r))(g.s(ALNUM + "!%*", 18)),
+        ),
         ("redis url password", lambda: (lambda r: ("redis://:" + r + "@cache.internal:6379/0", r))(g.s(ALNUM, 24))),
-        ("token in git url", lambda: (lambda r: ("https://x-access-token:" + r + "@github.com/acme/app.git", r))(g.s(ALNUM, 30))),
+        (
+            "token in git url",
+            lambda: (lambda r: ("https://x-access-token:" + r + "@github.com/acme/app.git", r))(g.s(ALNUM, 30)),
+        ),
         ("sentry dsn", lambda: (lambda r: ("https://" + r + "@o12345.ingest.sentry.io/678", r))(g.s(HEX, 32))),
-        ("pem key", lambda: (lambda r: ("-----BEGIN " + "RSA PRIVATE KEY-----\nMIIE" + r + "\n" + g.s(B64, 64) + "\n-----END RSA " + "PRIVATE KEY-----", r))(g.s(B64, 60))),
-        ("openssh key", lambda: (lambda r: ("-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + r + "\n-----END OPENSSH " + "PRIVATE KEY-----", r))(g.s(B64, 64))),
-        ("pgp key", lambda: (lambda r: ("-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\n\nlQdGBF" + r + "\n-----END PGP PRIVATE " + "KEY BLOCK-----", r))(g.s(B64, 64))),
+        (
+            "pem key",
+            lambda: (
+                lambda r: (
+                    "-----BEGIN "
+                    + "RSA PRIVATE KEY-----\nMIIE"
+                    + r
+                    + "\n"
+                    + g.s(B64, 64)
+                    + "\n-----END RSA "
+                    + "PRIVATE KEY-----",
+                    r,
+                )
+            )(g.s(B64, 60)),
+        ),
+        (
+            "openssh key",
+            lambda: (
+                lambda r: (
+                    "-----BEGIN "
+                    + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
+                    + r
+                    + "\n-----END OPENSSH "
+                    + "PRIVATE KEY-----",
+                    r,
+                )
+            )(g.s(B64, 64)),
+        ),
+        (
+            "pgp key",
+            lambda: (
+                lambda r: (
+                    "-----BEGIN PGP "
+                    + "PRIVATE KEY BLOCK-----\n\nlQdGBF"
+                    + r
+                    + "\n-----END PGP PRIVATE "
+                    + "KEY BLOCK-----",
+                    r,
+                )
+            )(g.s(B64, 64)),
+        ),
         ("bearer header", lambda: (lambda r: ("Authorization: Bearer " + r, r))(g.s(URLSAFE + ".", 40))),
         ("basic header", lambda: (lambda r: ("Authorization: Basic " + r, r))(g.s(B64, 28) + "==")),
     ]
@@ -219,7 +355,11 @@ def _forms(g: _Gen) -> list[tuple[str, str, str]]:
         ("sshpass -p quoted", lambda s: f"sshpass -p '{s}' scp build.tgz pi@raspberry:", pw),
         ("redis-cli -a", lambda s: f"redis-cli -h cache -a {s} ping", word),
         ("aws configure secret", lambda s: f"aws configure set aws_secret_access_key {s}", lambda: g.s(B64, 40)),
-        ("aws configure session token", lambda s: f"aws configure set aws_session_token {s} --profile prod", lambda: g.s(B64, 60)),
+        (
+            "aws configure session token",
+            lambda s: f"aws configure set aws_session_token {s} --profile prod",
+            lambda: g.s(B64, 60),
+        ),
         ("docker login -p", lambda s: f"docker login -u acme -p {s} registry.example.com", word),
         ("ldapsearch -w", lambda s: f"ldapsearch -x -D cn=admin,dc=acme -w {s} -b dc=acme", word),
         ("sqlcmd -P", lambda s: f"sqlcmd -S db -U sa -P {s} -Q 'select 1'", pw),
@@ -233,7 +373,11 @@ def _forms(g: _Gen) -> list[tuple[str, str, str]]:
         ("netrc one line", lambda s: f"machine api.heroku.com login me@acme.io password {s}", word),
         ("netrc multi line", lambda s: f"machine github.com\n  login octocat\n  password {s}", word),
         ("pgpass", lambda s: f"db.internal:5432:shop:app:{s}", pw),
-        ("docker auth", lambda s: '{"auths": {"registry.example.com": {"auth": "' + s + '"}}}', lambda: g.s(B64, 32) + "=="),
+        (
+            "docker auth",
+            lambda s: '{"auths": {"registry.example.com": {"auth": "' + s + '"}}}',
+            lambda: g.s(B64, 32) + "==",
+        ),
         ("npmrc authToken", lambda s: f"//registry.npmjs.org/:_authToken={s}", word),
         ("env password", lambda s: f"DB_PASSWORD={s}", word),
         ("export token", lambda s: f"export API_TOKEN={s}", word),
@@ -247,7 +391,11 @@ def _forms(g: _Gen) -> list[tuple[str, str, str]]:
         ("env dsn", lambda s: f"SENTRY_DSN=https://{s}@sentry.acme.io/2", lambda: g.s(HEX, 32)),
         ("env credentials", lambda s: f"GOOGLE_CREDENTIALS={s}", word),
         ("env pass", lambda s: f"SMTP_PASS={s}", word),
-        ("quoted passphrase", lambda s: f'PASSPHRASE="{s}"', lambda: f"correct horse {g.s(LO, 6)} staple {g.s(DIG, 3)}"),
+        (
+            "quoted passphrase",
+            lambda s: f'PASSPHRASE="{s}"',
+            lambda: f"correct horse {g.s(LO, 6)} staple {g.s(DIG, 3)}",
+        ),
         ("single quoted passphrase", lambda s: f"passphrase: '{s}'", lambda: f"blue {g.s(LO, 7)} river {g.s(DIG, 2)}"),
         ("yaml password", lambda s: f"  password: {s}", word),
         ("yaml token", lambda s: f"token: {s}", word),
@@ -262,7 +410,11 @@ def _forms(g: _Gen) -> list[tuple[str, str, str]]:
         ("docker run -e", lambda s: f"docker run -e POSTGRES_PASSWORD={s} postgres:16", word),
         ("PGPASSWORD prefix", lambda s: f"PGPASSWORD={s} psql -h db -U app", word),
         ("header x-api-key", lambda s: f"curl -H 'X-API-Key: {s}' https://api.example.com", word),
-        ("header private-token", lambda s: f'curl --header "PRIVATE-TOKEN: {s}" https://gitlab.example.com/api/v4', word),
+        (
+            "header private-token",
+            lambda s: f'curl --header "PRIVATE-TOKEN: {s}" https://gitlab.example.com/api/v4',
+            word,
+        ),
         ("query token", lambda s: f"https://api.example.com/v1/items?access_token={s}&page=2", word),
         ("prose password", lambda s: f"the password is {s}", pw),
         ("git credential url", lambda s: f"git remote set-url origin https://bob:{s}@gitlab.com/acme/app.git", word),

@@ -52,9 +52,19 @@ def test_locomo_smoke(tmp_path: Path) -> None:
     require_shared(data)
     out = tmp_path / "locomo.json"
     proc = _run(
-        "locomo.py", "--conversations", "0", "--max-questions", "12", "--fake",
-        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
-        "--sweep", "--grid", "ranking.rrf_k=30,60",
+        "locomo.py",
+        "--conversations",
+        "0",
+        "--max-questions",
+        "12",
+        "--fake",
+        "--roots",
+        str(tmp_path / "roots"),
+        "--json-out",
+        str(out),
+        "--sweep",
+        "--grid",
+        "ranking.rrf_k=30,60",
     )
     assert "turn" in proc.stdout.lower() and "FAKE" in proc.stdout
     result = _load(out)
@@ -87,8 +97,18 @@ def test_run_all_sets_smoke(tmp_path: Path) -> None:
         require_shared(data / needed)
     out = tmp_path / "run.json"
     proc = _run(
-        "run.py", "--fake", "--locomo", "0", "--beam", "1", "--max-questions", "4",
-        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
+        "run.py",
+        "--fake",
+        "--locomo",
+        "0",
+        "--beam",
+        "1",
+        "--max-questions",
+        "4",
+        "--roots",
+        str(tmp_path / "roots"),
+        "--json-out",
+        str(out),
     )
     assert "FAKE" in proc.stdout
     result = _load(out)
@@ -116,8 +136,18 @@ def test_locomo_evidence_normalisation() -> None:
 def test_scale_smoke(tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
     proc = _run(
-        "scale.py", "--sizes", "300", "--fake", "--queries", "20", "--edits", "1",
-        "--roots", str(tmp_path / "roots"), "--json-out", str(out),
+        "scale.py",
+        "--sizes",
+        "300",
+        "--fake",
+        "--queries",
+        "20",
+        "--edits",
+        "1",
+        "--roots",
+        str(tmp_path / "roots"),
+        "--json-out",
+        str(out),
     )
     assert "FAKE" in proc.stdout
     result = _load(out)
@@ -152,8 +182,17 @@ def test_scale_smoke(tmp_path: Path) -> None:
 def test_coldstart_smoke(tmp_path: Path) -> None:
     out = tmp_path / "coldstart.json"
     _run(
-        "coldstart.py", "--runs", "1", "--chunks", "300", "--fake", "--no-baseline",
-        "--root", str(_make_root(tmp_path)), "--json-out", str(out),
+        "coldstart.py",
+        "--runs",
+        "1",
+        "--chunks",
+        "300",
+        "--fake",
+        "--no-baseline",
+        "--root",
+        str(_make_root(tmp_path)),
+        "--json-out",
+        str(out),
     )
     result = _load(out)
     assert result["benchmark"] == "coldstart"

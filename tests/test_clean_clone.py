@@ -23,8 +23,8 @@ SHARED_SEEDS = {"SHARED", "SHARED_TRANSCRIPTS", "require_shared"}
 
 def readme_test_command() -> str:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## Set-up: two commands\n"):]
-    after = section[section.index("Install and pass the tests"):]
+    section = readme[readme.index("\n## Set-up: two commands\n") :]
+    after = section[section.index("Install and pass the tests") :]
     (command,) = re.findall(r"^```bash\n(.*?)\n^```", after, flags=re.M | re.S)[:1]
     return command
 
@@ -107,11 +107,18 @@ def test_tests_that_need_shared_data_skip_without_it(tmp_path: Path) -> None:
     here = Path(__file__).resolve()
     ids = [node for path in sorted((REPO / "tests").glob("test_*.py")) if path != here for node in shared_tests(path)]
     assert len(ids) >= 10, ids
-    env = {**os.environ, "MEMORY_SERVER_SHARED": str(tmp_path / "no-shared-here"),
-           "MEMORY_BENCH_DATA": str(tmp_path / "no-bench-data-here")}
+    env = {
+        **os.environ,
+        "MEMORY_SERVER_SHARED": str(tmp_path / "no-shared-here"),
+        "MEMORY_BENCH_DATA": str(tmp_path / "no-bench-data-here"),
+    }
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", *ids],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

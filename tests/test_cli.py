@@ -111,8 +111,9 @@ def test_cli_errors_are_one_line_with_exit_2(tmp_path: Path, root: Path):
 def test_a_full_disk_is_one_line_and_exit_2(root: Path):
     """/dev/full refuses every write with ENOSPC, as a full disk does."""
     with open("/dev/full", "w") as full:
-        done = subprocess.run([*CLI, "status", "--root", str(root)], stdout=full, stderr=subprocess.PIPE,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [*CLI, "status", "--root", str(root)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "No space left on device" in done.stderr and "free some space" in done.stderr
@@ -151,7 +152,10 @@ def test_a_closed_pipe_ends_quietly(root: Path):
         assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
     shell = subprocess.run(
         f"{' '.join(CLI)} search --exact widget --k 50 --root {root} | head -1",
-        shell=True, capture_output=True, text=True, timeout=120,
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert shell.stdout.count("\n") == 1 and "Traceback" not in shell.stderr
 
@@ -183,15 +187,17 @@ def test_dream_show_into_head_ends_quietly(tmp_path: Path):
     done = run_cli("dream", "run", "--root", str(root))
     assert done.returncode == 0 and "1 hunk proposed" in done.stdout, done.stdout + done.stderr
     # The reader is gone before anything is written (what `| head` does to a longer output), every time.
-    proc = subprocess.Popen([*CLI, "dream", "show", "--root", str(root)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CLI, "dream", "show", "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.wait(120)
     assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
-    shell = subprocess.run(f"{' '.join(CLI)} dream show --root {root} | head -1", shell=True, capture_output=True,
-                           text=True, timeout=120)
+    shell = subprocess.run(
+        f"{' '.join(CLI)} dream show --root {root} | head -1", shell=True, capture_output=True, text=True, timeout=120
+    )
     assert shell.stdout.startswith("proposal ") and shell.stdout.count("\n") == 1, shell.stdout
     assert "Traceback" not in shell.stderr, shell.stderr
 
@@ -238,8 +244,15 @@ def test_compress_command_and_the_session_end_hook(tmp_path: Path, root: Path):
     # The SessionEnd hook starts `python -m memory_server compress` in the background, logging its work.
     other = tmp_path / "other-root"
     init_root(other)
-    hook_input = json.dumps({"session_id": "x", "transcript_path": str(transcript), "cwd": str(other),
-                             "hook_event_name": "SessionEnd", "reason": "exit"})
+    hook_input = json.dumps(
+        {
+            "session_id": "x",
+            "transcript_path": str(transcript),
+            "cwd": str(other),
+            "hook_event_name": "SessionEnd",
+            "reason": "exit",
+        }
+    )
     started = time.monotonic()
     r = run_cli("hook", "session-end", input=hook_input, env={"MEMORY_ROOT": ""})
     assert r.returncode == 0 and time.monotonic() - started < 5, r.stderr

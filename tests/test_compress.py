@@ -22,13 +22,31 @@ from memory_server.sessions.failures import changes_things
 from memory_server.sessions.render import MAX_COMMANDS
 
 FRONT_MATTER_KEYS = [
-    "format", "session_id", "part", "started", "ended", "cwd", "branch", "claude_code_version",
-    "transcript", "transcript_sha256", "lines", "counts",
+    "format",
+    "session_id",
+    "part",
+    "started",
+    "ended",
+    "cwd",
+    "branch",
+    "claude_code_version",
+    "transcript",
+    "transcript_sha256",
+    "lines",
+    "counts",
 ]
 COUNT_KEYS = ["messages", "requests", "tool_calls", "commands", "failed_commands", "errors", "corrections", "commits"]
 SECTIONS = {
-    "## Goal", "## What the user said", "## Corrections", "## Questions and answers", "## Decisions",
-    "## Errors and fixes", "## Commits", "## Actions in other tools", "## Files", "## Commands",
+    "## Goal",
+    "## What the user said",
+    "## Corrections",
+    "## Questions and answers",
+    "## Decisions",
+    "## Errors and fixes",
+    "## Commits",
+    "## Actions in other tools",
+    "## Files",
+    "## Commands",
     "## Claude Code's own summary",
     "## Open at the end",
 }
@@ -115,8 +133,9 @@ def tool_uses(path: Path, names: set[str]) -> list[dict]:
     for rec in records(path):
         content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
         if isinstance(content, list):
-            out += [b for b in content
-                    if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in names]
+            out += [
+                b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in names
+            ]
     return out
 
 
@@ -129,8 +148,11 @@ def failed_tool_ids(path: Path) -> set[str]:
     for rec in records(path):
         content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
         if isinstance(content, list):
-            out |= {b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
-                    and b.get("is_error") is True}
+            out |= {
+                b.get("tool_use_id")
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error") is True
+            }
     return out
 
 
@@ -220,8 +242,11 @@ def test_tool_output_and_thinking_stay_out(memroot: MemoryRoot) -> None:
     path = require(SHARED_TRANSCRIPTS / "chiphuyen__sniffly__d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl")
     (out,) = compress_transcript(path, memroot)
     text = out.read_text(encoding="utf-8")
-    outputs = [r["toolUseResult"]["stdout"] for r in records(path)
-               if isinstance(r.get("toolUseResult"), dict) and len(r["toolUseResult"].get("stdout") or "") > 400]
+    outputs = [
+        r["toolUseResult"]["stdout"]
+        for r in records(path)
+        if isinstance(r.get("toolUseResult"), dict) and len(r["toolUseResult"].get("stdout") or "") > 400
+    ]
     assert outputs
     for stdout in outputs:
         middle = stdout[len(stdout) // 2 : len(stdout) // 2 + 60]
@@ -235,8 +260,14 @@ def test_slash_command_noise_stays_out(memroot: MemoryRoot) -> None:
     path = require(SHARED_TRANSCRIPTS / "fixtures" / "daaain__claude-code-log__edge_cases.jsonl")
     (out,) = compress_transcript(path, memroot)
     text = out.read_text(encoding="utf-8")
-    for noise in ("<command-", "<local-command-stdout>", "Caveat:", "Command output here", "Running a test command",
-                  "This is the actual command content"):
+    for noise in (
+        "<command-",
+        "<local-command-stdout>",
+        "Caveat:",
+        "Command output here",
+        "Running a test command",
+        "This is the actual command content",
+    ):
         assert noise not in text
     assert "/test-command --verbose --output /tmp/test.log" in text  # a prompt command with arguments is a request
     assert "Here's a message with some **markdown** formatting" in text
@@ -263,8 +294,11 @@ def test_the_summary_only_session_is_there() -> None:
 def test_a_grown_transcript_gets_a_continuation(tmp_path: Path, memroot: MemoryRoot) -> None:
     original = require(SHARED_TRANSCRIPTS / "chiphuyen__sniffly__d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl")
     lines = original.read_bytes().splitlines(keepends=True)
-    requests = [i for i, raw in enumerate(lines) if json.loads(raw).get("type") == "user"
-                and isinstance(json.loads(raw)["message"]["content"], str)]
+    requests = [
+        i
+        for i, raw in enumerate(lines)
+        if json.loads(raw).get("type") == "user" and isinstance(json.loads(raw)["message"]["content"], str)
+    ]
     cut = requests[2]  # the session so far: two requests and their work
     copy = tmp_path / original.name
     copy.write_bytes(b"".join(lines[:cut]))
@@ -327,17 +361,42 @@ def planted_transcript(tmp_path: Path) -> Path:
         return json.dumps({"type": kind, "timestamp": ts, "message": msg, **common, **extra}).encode() + b"\n"
 
     planted = [
-        rec("user", f"use key {PLANTED['anthropic']} and {PLANTED['aws']} to deploy; "
-                    f"db is https://admin:{PLANTED['password']}@db.example.com "
-                    f"<private>{PLANTED['private']}</private> then push", "2025-06-10T12:40:00.000Z"),
-        rec("assistant", [{"type": "text", "text": f"I'll export the key {PLANTED['anthropic']} and deploy."},
-                          {"type": "tool_use", "id": "toolu_planted", "name": "Bash",
-                           "input": {"command": f"export ANTHROPIC_API_KEY={PLANTED['anthropic']} && "
-                                                f"AWS_ACCESS_KEY_ID={PLANTED['aws']} ./deploy.sh"}}],
-            "2025-06-10T12:40:01.000Z", mid="msg_planted"),
-        rec("user", [{"type": "tool_result", "tool_use_id": "toolu_planted", "is_error": True,
-                      "content": f"Error: login failed for https://admin:{PLANTED['password']}@db.example.com"}],
-            "2025-06-10T12:40:02.000Z"),
+        rec(
+            "user",
+            f"use key {PLANTED['anthropic']} and {PLANTED['aws']} to deploy; "
+            f"db is https://admin:{PLANTED['password']}@db.example.com "
+            f"<private>{PLANTED['private']}</private> then push",
+            "2025-06-10T12:40:00.000Z",
+        ),
+        rec(
+            "assistant",
+            [
+                {"type": "text", "text": f"I'll export the key {PLANTED['anthropic']} and deploy."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_planted",
+                    "name": "Bash",
+                    "input": {
+                        "command": f"export ANTHROPIC_API_KEY={PLANTED['anthropic']} && "
+                        f"AWS_ACCESS_KEY_ID={PLANTED['aws']} ./deploy.sh"
+                    },
+                },
+            ],
+            "2025-06-10T12:40:01.000Z",
+            mid="msg_planted",
+        ),
+        rec(
+            "user",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_planted",
+                    "is_error": True,
+                    "content": f"Error: login failed for https://admin:{PLANTED['password']}@db.example.com",
+                }
+            ],
+            "2025-06-10T12:40:02.000Z",
+        ),
     ]
     path = tmp_path / "planted.jsonl"
     path.write_bytes(b"".join(planted) + base.read_bytes())
@@ -384,8 +443,12 @@ def test_concurrent_compressions_write_one_file_set(tmp_path: Path, memroot: Mem
     threads = [threading.Thread(target=run) for _ in range(4)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     procs = [
-        subprocess.Popen([*CLI, "compress", "--root", str(memroot.path), str(path)],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [*CLI, "compress", "--root", str(memroot.path), str(path)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(3)
     ]
     for t in threads:
@@ -437,9 +500,11 @@ def test_compress_all_backfills_and_skips_subagents(tmp_path: Path, memroot: Mem
         "jazzyalex__agent-sessions__subagent_0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f_subagents_agent-a0ad4f44468bdf20d"
     )
     (project / "subagents" / "agent-a0ad4f44468bdf20d.jsonl").write_bytes(
-        require(fixtures / f"{subagent}.jsonl").read_bytes())
+        require(fixtures / f"{subagent}.jsonl").read_bytes()
+    )
     (project / "agent-test-hash-123.jsonl").write_bytes(
-        require(fixtures / "d-kimuson__claude-code-viewer__agent-test-hash-123.jsonl").read_bytes())
+        require(fixtures / "d-kimuson__claude-code-viewer__agent-test-hash-123.jsonl").read_bytes()
+    )
     (project / "garbage.jsonl").write_bytes(b"\xff\xfe not json\n[1]\n")
 
     seen: list[tuple[int, int]] = []

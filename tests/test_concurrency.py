@@ -146,8 +146,11 @@ def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
         rebuild["result"] = done
 
     async def main() -> None:
-        async with connect(root, errlog=logs[0]) as s0, connect(root, errlog=logs[1]) as s1, \
-                connect(root, errlog=logs[2]) as s2:
+        async with (
+            connect(root, errlog=logs[0]) as s0,
+            connect(root, errlog=logs[1]) as s1,
+            connect(root, errlog=logs[2]) as s2,
+        ):
             sessions = [s0, s1, s2]
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
@@ -195,7 +198,7 @@ def assert_indexed_exactly_once(root: Path) -> None:
     assert len(ids) == len(set(ids)), "duplicate chunks in the keyword index"
     mroot = MemoryRoot(root)
     on_disk = dict(mroot.memory_files())
-    assert files == set(on_disk), (files ^ set(on_disk))
+    assert files == set(on_disk), files ^ set(on_disk)
     expected: dict[str, set[str]] = {}
     for rel, layer in on_disk.items():
         text = mroot.read_text(rel).text

@@ -40,8 +40,13 @@ def run(root: Path, *args: str, crash: str | None = None, timeout: float = 120) 
     env.pop(CRASH_ENV, None)
     if crash:
         env[CRASH_ENV] = crash
-    return subprocess.run([sys.executable, "-m", "memory_server", *args, "--root", str(root)],
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "memory_server", *args, "--root", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def temp_files(root: Path) -> list[Path]:
@@ -56,8 +61,11 @@ def scripted_root(tmp_path: Path, kind: str) -> Path:
     root = make_root(tmp_path)
     if kind == "new-topic":
         (root / "topics" / "lessons.md").unlink()
-        text = (root / "MEMORY.md").read_text().replace(
-            "- [Lessons](topics/lessons.md): mistakes made more than once, and their fixes\n", "")
+        text = (
+            (root / "MEMORY.md")
+            .read_text()
+            .replace("- [Lessons](topics/lessons.md): mistakes made more than once, and their fixes\n", "")
+        )
         (root / "MEMORY.md").write_text(text)
     return root
 
@@ -105,8 +113,9 @@ def assert_fully_applied(root: Path, pid: str, expected: dict[str, bytes], refer
         ("dream-apply-before-journal-removed", "new-topic", "apply"),
     ],
 )
-def test_a_killed_apply_is_finished_by_the_next_dream_command(tmp_path: Path, point: str, kind: str,
-                                                               recover_with: str) -> None:
+def test_a_killed_apply_is_finished_by_the_next_dream_command(
+    tmp_path: Path, point: str, kind: str, recover_with: str
+) -> None:
     root = scripted_root(tmp_path / "live", kind)
     pid, expected, reference_meta = proposal(root, tmp_path)
     old = {rel: (root / rel).read_bytes() if (root / rel).exists() else None for rel in expected}
@@ -340,8 +349,9 @@ def indexed_probes(tmp_path_factory) -> Path:
         "index-vectors-before-manifest",
     ],
 )
-def test_index_rebuild_killed_recovers_on_the_next_index(indexed_probes: Path, tmp_path: Path, point: str,
-                                                         capsys) -> None:
+def test_index_rebuild_killed_recovers_on_the_next_index(
+    indexed_probes: Path, tmp_path: Path, point: str, capsys
+) -> None:
     root = tmp_path / "root"
     shutil.copytree(indexed_probes, root)
     killed = run(root, "index", "--rebuild", crash=point, timeout=600)

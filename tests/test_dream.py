@@ -67,8 +67,16 @@ YAML_ERROR = "ModuleNotFoundError: No module named 'yaml'"
 SWITCH = "Switched from poetry to uv: `uv sync` replaces `poetry install`, and `uv.lock` replaces `poetry.lock`."
 
 
-def session(day: int, sid: str, slug: str, title: str, *, decisions: tuple[str, ...] = (),
-            errors: tuple[str, ...] = (), requests: tuple[str, ...] = ("Look at the code",)) -> tuple[str, str]:
+def session(
+    day: int,
+    sid: str,
+    slug: str,
+    title: str,
+    *,
+    decisions: tuple[str, ...] = (),
+    errors: tuple[str, ...] = (),
+    requests: tuple[str, ...] = ("Look at the code",),
+) -> tuple[str, str]:
     body = [
         "---",
         f"session_id: {sid}-0000-4000-8000-000000000000",
@@ -101,17 +109,36 @@ def session(day: int, sid: str, slug: str, title: str, *, decisions: tuple[str, 
 
 
 SESSIONS = [
-    session(3, "a1b2c3d4", "fix-flaky-tests", "Fix the flaky tests",
-            errors=(f"{YAML_ERROR} — fixed: ran `.venv/bin/pytest` instead of the system pytest",)),
-    session(4, "b2c3d4e5", "search-cli", "Add a search command",
-            decisions=("Keep command output plain text unless --json is given.",)),
-    session(5, "c3d4e5f6", "switch-to-uv", "Move dependency management to uv", decisions=(SWITCH,),
-            requests=("What if we used pdm instead?", "We considered moving the CI to Buildkite, but we stay on "
-                      "GitHub Actions.")),
+    session(
+        3,
+        "a1b2c3d4",
+        "fix-flaky-tests",
+        "Fix the flaky tests",
+        errors=(f"{YAML_ERROR} — fixed: ran `.venv/bin/pytest` instead of the system pytest",),
+    ),
+    session(
+        4,
+        "b2c3d4e5",
+        "search-cli",
+        "Add a search command",
+        decisions=("Keep command output plain text unless --json is given.",),
+    ),
+    session(
+        5,
+        "c3d4e5f6",
+        "switch-to-uv",
+        "Move dependency management to uv",
+        decisions=(SWITCH,),
+        requests=(
+            "What if we used pdm instead?",
+            "We considered moving the CI to Buildkite, but we stay on GitHub Actions.",
+        ),
+    ),
     session(6, "d4e5f6a7", "docs", "Write the README"),
     session(7, "e5f6a7b8", "ci", "Fix the CI job", errors=(f"{YAML_ERROR} — fixed: `uv sync` before the tests",)),
-    session(8, "f6a7b8c9", "refactor", "Refactor the store",
-            requests=("Go back to poetry, uv broke the release build",)),
+    session(
+        8, "f6a7b8c9", "refactor", "Refactor the store", requests=("Go back to poetry, uv broke the release build",)
+    ),
 ]
 
 
@@ -126,18 +153,31 @@ def good_items() -> list[dict[str, Any]]:
     """What an agent would write for the scripted sessions: two corrections, a lesson, a new topic's fact."""
     switch = {"ref": ref(5, "Switched from poetry"), "quote": SWITCH}
     return [
-        {"kind": "correction", "statement": "Dependencies are installed with `uv sync`", "stance": "adopted",
-         "target": {"topic": "topics/tooling.md", "section": "Dependencies"},
-         "replaces": {"lines": ["topics/tooling.md:11"], "old": "poetry install", "new": "uv sync"},
-         "evidence": [switch]},
-        {"kind": "correction", "statement": "The lock file is `uv.lock`", "stance": "adopted",
-         "target": {"topic": "topics/tooling.md"},
-         "replaces": {"lines": ["topics/tooling.md:12"], "old": "poetry.lock", "new": "uv.lock"},
-         "evidence": [switch]},
-        {"kind": "lesson", "statement": "Run the tests from the project's virtualenv: the system pytest lacks yaml",
-         "stance": "adopted",
-         "evidence": [{"ref": ref(3, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
-                      {"ref": ref(3, YAML_ERROR), "quote": "ran `.venv/bin/pytest`", "role": "fix"}]},
+        {
+            "kind": "correction",
+            "statement": "Dependencies are installed with `uv sync`",
+            "stance": "adopted",
+            "target": {"topic": "topics/tooling.md", "section": "Dependencies"},
+            "replaces": {"lines": ["topics/tooling.md:11"], "old": "poetry install", "new": "uv sync"},
+            "evidence": [switch],
+        },
+        {
+            "kind": "correction",
+            "statement": "The lock file is `uv.lock`",
+            "stance": "adopted",
+            "target": {"topic": "topics/tooling.md"},
+            "replaces": {"lines": ["topics/tooling.md:12"], "old": "poetry.lock", "new": "uv.lock"},
+            "evidence": [switch],
+        },
+        {
+            "kind": "lesson",
+            "statement": "Run the tests from the project's virtualenv: the system pytest lacks yaml",
+            "stance": "adopted",
+            "evidence": [
+                {"ref": ref(3, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
+                {"ref": ref(3, YAML_ERROR), "quote": "ran `.venv/bin/pytest`", "role": "fix"},
+            ],
+        },
     ]
 
 
@@ -227,26 +267,52 @@ def test_good_items_become_a_diff_git_accepts_and_apply_makes_them_true(root: Pa
 
 BAD: dict[str, tuple[dict[str, Any], str]] = {
     "quote not at its reference": (
-        {"kind": "fact", "statement": "Dependencies are managed with pdm", "stance": "adopted",
-         "target": {"topic": "topics/tooling.md"},
-         "evidence": [{"ref": ref(5, "Switched from poetry"), "quote": "Switched from poetry to pdm"}]},
-        "is not at"),
+        {
+            "kind": "fact",
+            "statement": "Dependencies are managed with pdm",
+            "stance": "adopted",
+            "target": {"topic": "topics/tooling.md"},
+            "evidence": [{"ref": ref(5, "Switched from poetry"), "quote": "Switched from poetry to pdm"}],
+        },
+        "is not at",
+    ),
     "hypothetical adopted": (
-        {"kind": "decision", "statement": "Dependencies are managed with pdm", "stance": "adopted",
-         "target": {"topic": "topics/tooling.md"},
-         "evidence": [{"ref": ref(5, "What if"), "quote": "What if we used pdm instead?"}]},
-        "only asks or supposes"),
+        {
+            "kind": "decision",
+            "statement": "Dependencies are managed with pdm",
+            "stance": "adopted",
+            "target": {"topic": "topics/tooling.md"},
+            "evidence": [{"ref": ref(5, "What if"), "quote": "What if we used pdm instead?"}],
+        },
+        "only asks or supposes",
+    ),
     "considered but stayed": (
-        {"kind": "decision", "statement": "CI runs on Buildkite", "stance": "adopted",
-         "target": {"topic": "topics/deployment.md"},
-         "evidence": [{"ref": ref(5, "Buildkite"), "quote": "We considered moving the CI to Buildkite, but we stay "
-                       "on GitHub Actions."}]},
-        "considered but not taken up"),
+        {
+            "kind": "decision",
+            "statement": "CI runs on Buildkite",
+            "stance": "adopted",
+            "target": {"topic": "topics/deployment.md"},
+            "evidence": [
+                {
+                    "ref": ref(5, "Buildkite"),
+                    "quote": "We considered moving the CI to Buildkite, but we stay on GitHub Actions.",
+                }
+            ],
+        },
+        "considered but not taken up",
+    ),
     "a one-off error as a lesson": (
-        {"kind": "lesson", "statement": "Do not touch the network", "stance": "adopted",
-         "evidence": [{"ref": ref(3, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
-                      {"ref": ref(7, YAML_ERROR), "quote": "`uv sync` before the tests", "role": "fix"}]},
-        "comes from another session"),
+        {
+            "kind": "lesson",
+            "statement": "Do not touch the network",
+            "stance": "adopted",
+            "evidence": [
+                {"ref": ref(3, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
+                {"ref": ref(7, YAML_ERROR), "quote": "`uv sync` before the tests", "role": "fix"},
+            ],
+        },
+        "comes from another session",
+    ),
 }
 
 
@@ -264,9 +330,13 @@ def test_a_bad_item_is_refused_by_name_with_its_reason_and_nothing_is_written(ro
 
 
 def test_a_decision_taken_back_in_a_later_session_is_refused(root: Path) -> None:
-    item = {"kind": "decision", "statement": "Dependencies are managed with uv", "stance": "adopted",
-            "target": {"topic": "topics/tooling.md", "section": "Dependencies"},
-            "evidence": [{"ref": ref(5, "Switched from poetry"), "quote": "Switched from poetry to uv"}]}
+    item = {
+        "kind": "decision",
+        "statement": "Dependencies are managed with uv",
+        "stance": "adopted",
+        "target": {"topic": "topics/tooling.md", "section": "Dependencies"},
+        "evidence": [{"ref": ref(5, "Switched from poetry"), "quote": "Switched from poetry to uv"}],
+    }
     result = dream(root, [item])
     assert result.id is None and "takes it back later" in result.refusals[0], result.refusals
     assert ref(8, "Go back to poetry") in result.refusals[0] and 'use stance "reverted"' in result.refusals[0]
@@ -276,8 +346,12 @@ def test_a_decision_taken_back_in_a_later_session_is_refused(root: Path) -> None
 
 
 def test_a_gap_is_reported_not_written(root: Path) -> None:
-    gap = {"kind": "gap", "statement": "Which package manager replaces poetry is undecided", "stance": "adopted",
-           "evidence": [{"ref": ref(5, "What if"), "quote": "What if we used pdm instead?"}]}
+    gap = {
+        "kind": "gap",
+        "statement": "Which package manager replaces poetry is undecided",
+        "stance": "adopted",
+        "evidence": [{"ref": ref(5, "What if"), "quote": "What if we used pdm instead?"}],
+    }
     result = dream(root, [*good_items(), gap])
     assert not result.refusals and result.hunks == 2
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
@@ -303,16 +377,22 @@ def test_at_most_max_hunks_the_rest_wait_in_the_report(root: Path) -> None:
 
 
 def test_an_item_without_a_section_is_placed_by_meaning_and_not_without_it(tmp_path: Path) -> None:
-    """"Exit codes" shares more words with the item, but only "Output" is close in meaning: the embedding
+    """ "Exit codes" shares more words with the item, but only "Output" is close in meaning: the embedding
     model rules the wrong section out; by keywords alone the item lands in "Exit codes"."""
-    item = {"kind": "decision", "statement": "Keep command output plain text unless --json is given",
-            "stance": "adopted", "target": {"topic": "topics/cli.md"},
-            "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}]}
-    cli_topic = ("---\ntitle: CLI\ndescription: the command line\nupdated: 2025-12-01\n---\n# CLI\n\n"
-                 "## Output\n\n- Plain text output by default; --json switches it.\n\n"
-                 "## Exit codes\n\n- Status 2 on every error, status 3 when a lock is held, status 4 when a network "
-                 "timeout expires, status 5 for a corrupt database index; a command given plain text or json keeps "
-                 "them unless killed.\n")
+    item = {
+        "kind": "decision",
+        "statement": "Keep command output plain text unless --json is given",
+        "stance": "adopted",
+        "target": {"topic": "topics/cli.md"},
+        "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}],
+    }
+    cli_topic = (
+        "---\ntitle: CLI\ndescription: the command line\nupdated: 2025-12-01\n---\n# CLI\n\n"
+        "## Output\n\n- Plain text output by default; --json switches it.\n\n"
+        "## Exit codes\n\n- Status 2 on every error, status 3 when a lock is held, status 4 when a network "
+        "timeout expires, status 5 for a corrupt database index; a command given plain text or json keeps "
+        "them unless killed.\n"
+    )
     diffs = {}
     for name, memory_embedder in (("semantic", FakeEmbedder()), ("keywords", False)):
         root = make_root(tmp_path / name)
@@ -332,13 +412,18 @@ def test_an_item_without_a_section_is_placed_by_meaning_and_not_without_it(tmp_p
 
 def test_an_item_no_section_matches_goes_to_an_updates_section_not_the_last_one(tmp_path: Path) -> None:
     """Nothing in the topic is about it: it goes under "## Updates", not into whatever section comes last."""
-    item = {"kind": "decision", "statement": "Keep command output plain text unless --json is given",
-            "stance": "adopted", "target": {"topic": "topics/cli.md"},
-            "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}]}
+    item = {
+        "kind": "decision",
+        "statement": "Keep command output plain text unless --json is given",
+        "stance": "adopted",
+        "target": {"topic": "topics/cli.md"},
+        "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}],
+    }
     root = make_root(tmp_path / "r")
     (root / "topics" / "cli.md").write_text(
         "---\ntitle: CLI\nupdated: 2025-12-01\n---\n# CLI\n\n## Releases\n\n1. Tag the commit.\n2. Push the tag.\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     result = dream(root, [item])
     diff = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
     assert " 2. Push the tag.\n+\n+## Updates\n+\n+- Keep command output" in diff, diff
@@ -428,8 +513,13 @@ def test_apply_is_all_or_nothing_when_a_write_fails(root: Path) -> None:
     tooling.write_text(TOOLING + "".join(f"- Note {i}: {'x' * 60}\n" for i in range(70)), encoding="utf-8")
     result = dream(root)
     before = snapshot(root)
-    proc = subprocess.run([sys.executable, "-c", APPLY_WITH_FILE_SIZE_LIMIT, str(root), str(result.id)],
-                          env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", APPLY_WITH_FILE_SIZE_LIMIT, str(root), str(result.id)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert snapshot(root) == before
     assert not [p for p in (root / "topics").iterdir() if p.name.endswith(".tmp")]
@@ -456,8 +546,11 @@ def test_improved_wording_on_plus_lines_is_what_gets_applied(root: Path) -> None
 
 def test_new_topic_gets_its_memory_pointer_and_git_accepts_it(root: Path) -> None:
     (root / "topics" / "lessons.md").unlink()
-    text = (root / "MEMORY.md").read_text().replace(
-        "- [Lessons](topics/lessons.md): mistakes made more than once, and their fixes\n", "")
+    text = (
+        (root / "MEMORY.md")
+        .read_text()
+        .replace("- [Lessons](topics/lessons.md): mistakes made more than once, and their fixes\n", "")
+    )
     (root / "MEMORY.md").write_text(text)
     result = dream(root)
     diff = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
@@ -512,8 +605,9 @@ def test_run_reports_gaps_and_stale_topics_by_the_age_of_the_sessions(root: Path
 def test_two_runs_at_once_one_proposal_and_clean_state(root: Path) -> None:
     env = {**os.environ, "PYTHONPATH": SRC}
     cmd = [sys.executable, "-m", "memory_server", "dream", "run", "--root", str(root)]
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outs = [(*p.communicate(timeout=120), p.returncode) for p in procs]
     for out, err, code in outs:
         assert code == 0 or (code == 2 and "another dream command is running" in err), (out, err)
@@ -529,8 +623,13 @@ def test_a_held_lock_makes_run_exit_with_a_clear_message(root: Path) -> None:
     (root / "memory.yaml").write_text("dream:\n  lock_wait_seconds: 0.2\n")
     (root / ".memory").mkdir(exist_ok=True)
     with FileLock(str(root / ".memory" / "dream.lock")):
-        proc = subprocess.run([sys.executable, "-m", "memory_server", "dream", "run", "--root", str(root)],
-                              env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "memory_server", "dream", "run", "--root", str(root)],
+            env={**os.environ, "PYTHONPATH": SRC},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         with pytest.raises(LockedError, match="another dream command is running"):
             run(root)
     assert proc.returncode == 2
@@ -586,18 +685,21 @@ def test_the_skill_may_run_only_gather_propose_show_and_status() -> None:
 # -- pieces ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sentence, kind", [
-    ("Where should the generated Mermaid diagram go? -> docs/generated/", "statement"),
-    ("hmm, we made a change where we replaced go-git with git status, could this be related?", "question"),
-    ("what if we switched from go-git to git2go", "what-if"),
-    ("We considered switching from mise to make, but decided to stay on mise.", "considered"),
-    ("We tried make but it did not work, so we switched to just.", "statement"),
-    ("no don't set it, let's see if it keeps happening", "declined"),
-    ("no, GoReleaser has no native app auth, use actions/create-github-app-token", "statement"),
-    ("No.", "declined"),
-    ("let's not make this change in this branch", "declined"),
-    ("Do it.", "statement"),
-])
+@pytest.mark.parametrize(
+    "sentence, kind",
+    [
+        ("Where should the generated Mermaid diagram go? -> docs/generated/", "statement"),
+        ("hmm, we made a change where we replaced go-git with git status, could this be related?", "question"),
+        ("what if we switched from go-git to git2go", "what-if"),
+        ("We considered switching from mise to make, but decided to stay on mise.", "considered"),
+        ("We tried make but it did not work, so we switched to just.", "statement"),
+        ("no don't set it, let's see if it keeps happening", "declined"),
+        ("no, GoReleaser has no native app auth, use actions/create-github-app-token", "statement"),
+        ("No.", "declined"),
+        ("let's not make this change in this branch", "declined"),
+        ("Do it.", "statement"),
+    ],
+)
 def test_what_a_sentence_commits_to(sentence: str, kind: str) -> None:
     from memory_server.dream.stance import classify
 
@@ -610,7 +712,8 @@ def test_a_reversal_is_a_sentence_that_says_so_and_names_the_item() -> None:
     text = "I'd say ENT-241 can be deprioritised. Want me to close it? We use git for the index."
     assert reverses(text, ["git", "index"]) is None  # the only "close it" is a question
     assert reverses("Tests pass. We switched back to poetry, uv broke the build.", ["uv"]) == (
-        "We switched back to poetry, uv broke the build.")
+        "We switched back to poetry, uv broke the build."
+    )
     assert reverses("We switched back to poetry.", ["uv"]) is None  # does not name the item
     assert reverses("Reverted: git status and the index again.", ["git", "status", "index", "worktree"], 2)
 
@@ -644,8 +747,14 @@ def test_diff_round_trip_without_final_newline_and_crlf() -> None:
         old = split_keep(old_text)
         eol = "\r\n" if "\r\n" in old_text else "\n"
         open_last = bool(old) and not old[-1].endswith("\n")
-        edits = [Edit(len(old) - 1 if open_last else len(old), 1 if open_last else 0,
-                      ([old[-1] + eol] if open_last else []) + [f"new{eol}"], ("k",))]
+        edits = [
+            Edit(
+                len(old) - 1 if open_last else len(old),
+                1 if open_last else 0,
+                ([old[-1] + eol] if open_last else []) + [f"new{eol}"],
+                ("k",),
+            )
+        ]
         new, kept = apply_edits(old, edits)
         patch = make_patch("topics/x.md", old if old_text else None, new, kept)
         parsed = parse_diff(patch.text())
@@ -704,8 +813,13 @@ def test_recall_log_several_processes_at_once(tmp_path: Path) -> None:
 def fact(statement: str, section: str | None, topic: str = "topics/tooling.md") -> dict[str, Any]:
     """A fact backed by the scripted decision on command output."""
     target = {"topic": topic, **({"section": section} if section else {})}
-    return {"kind": "fact", "statement": statement, "stance": "adopted", "target": target,
-            "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}]}
+    return {
+        "kind": "fact",
+        "statement": statement,
+        "stance": "adopted",
+        "target": target,
+        "evidence": [{"ref": ref(4, "plain text"), "quote": "Keep command output plain text unless --json"}],
+    }
 
 
 def test_held_back_items_wait_in_the_state_and_the_next_gather_lists_them_first(root: Path) -> None:
@@ -731,25 +845,33 @@ def test_held_back_items_wait_in_the_state_and_the_next_gather_lists_them_first(
     assert dream_status(root, clock=lambda: NOW)["waiting_items"] == 1
     # a waiting item the pack listed and the agent left out stops waiting (the report says so)
     gather(root, clock=lambda: NOW + 120)
-    third = propose(root, write_items(root, [fact("Command output is plain text by default.", "Tests")]),
-                    clock=lambda: NOW + 180)
+    third = propose(
+        root, write_items(root, [fact("Command output is plain text by default.", "Tests")]), clock=lambda: NOW + 180
+    )
     assert third.changes == 1 and dream_status(root, clock=lambda: NOW)["waiting_items"] == 0
     assert "was not resubmitted, so it no longer waits" in (root / "dreams" / str(third.id) / "REPORT.md").read_text()
 
 
 def test_the_limit_counts_changes_not_hunks_and_follows_the_agents_order(root: Path) -> None:
-    spread = TOOLING.replace("- Tests must not touch the network.\n", "- Tests must not touch the network.\n"
-                             + "".join(f"- Filler line {n}.\n" for n in range(12))
-                             + "- CI runs `poetry install` first.\n"
-                             + "".join(f"- More filler {n}.\n" for n in range(12))
-                             + "- The release job runs `poetry install` too.\n")
+    spread = TOOLING.replace(
+        "- Tests must not touch the network.\n",
+        "- Tests must not touch the network.\n"
+        + "".join(f"- Filler line {n}.\n" for n in range(12))
+        + "- CI runs `poetry install` first.\n"
+        + "".join(f"- More filler {n}.\n" for n in range(12))
+        + "- The release job runs `poetry install` too.\n",
+    )
     (root / "topics" / "tooling.md").write_text(spread, encoding="utf-8")
     lines = [n for n, ln in enumerate(spread.splitlines(), 1) if "poetry install" in ln]
     (root / "memory.yaml").write_text("dream:\n  max_hunks: 2\n", encoding="utf-8")
-    items = [fact("Command output is plain text by default.", "Tests"),
-             {**good_items()[0], "replaces": {"lines": [f"topics/tooling.md:{n}" for n in lines],
-                                              "old": "poetry install", "new": "uv sync"}},
-             good_items()[2]]
+    items = [
+        fact("Command output is plain text by default.", "Tests"),
+        {
+            **good_items()[0],
+            "replaces": {"lines": [f"topics/tooling.md:{n}" for n in lines], "old": "poetry install", "new": "uv sync"},
+        },
+        good_items()[2],
+    ]
     result = dream(root, items)
     # the fact (listed first) and the whole correction (over three hunks: one change); the lesson waits
     meta = json.loads((root / "dreams" / str(result.id) / "proposal.json").read_text())
@@ -763,8 +885,7 @@ def test_the_limit_counts_changes_not_hunks_and_follows_the_agents_order(root: P
 
 
 def test_two_items_in_one_hunk_are_named_in_the_report(root: Path) -> None:
-    items = [fact("Command output is plain text by default.", "Tests"),
-             fact("JSON output only with --json.", "Tests")]
+    items = [fact("Command output is plain text by default.", "Tests"), fact("JSON output only with --json.", "Tests")]
     result = dream(root, items)
     assert result.changes == 2 and result.hunks == 1
     assert "This hunk carries 2 items" in (root / "dreams" / str(result.id) / "REPORT.md").read_text()
@@ -774,8 +895,10 @@ def test_an_item_that_would_show_no_line_of_its_own_waits_instead(root: Path) ->
     """Two items changing the same topic line: the second one's edit cannot apply beside the first. It used
     to be listed as proposed with no line in the diff; now it waits for the next proposal, saying why."""
     first, second = good_items()[0], dict(good_items()[0])
-    second.update(statement="Dependencies come from uv sync, not poetry", replaces={
-        "lines": ["topics/tooling.md:11"], "old": "poetry", "new": "uv sync"})
+    second.update(
+        statement="Dependencies come from uv sync, not poetry",
+        replaces={"lines": ["topics/tooling.md:11"], "old": "poetry", "new": "uv sync"},
+    )
     result = dream(root, [first, second])
     assert result.changes == 1 and result.held_back == [second["statement"]], result.message
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
@@ -808,8 +931,13 @@ All settings go through the `settings` package.
 
 def test_a_line_for_a_section_goes_under_its_heading_not_into_its_last_labelled_list(root: Path) -> None:
     (root / "topics" / "code.md").write_text(SETTINGS_TOPIC, encoding="utf-8")
-    result = dream(root, [fact("Command output is plain text by default.", "Settings", "topics/code.md"),
-                          fact("Log lines are plain text too.", "Logging", "topics/code.md")])
+    result = dream(
+        root,
+        [
+            fact("Command output is plain text by default.", "Settings", "topics/code.md"),
+            fact("Log lines are plain text too.", "Logging", "topics/code.md"),
+        ],
+    )
     apply_proposal(root, result.id, clock=lambda: NOW)
     text = (root / "topics" / "code.md").read_text()
     assert "### Settings\n\n- Command output is plain text by default.\n\nAll settings go through" in text, text
@@ -855,16 +983,26 @@ def test_an_item_made_by_the_program_can_wait_and_be_resubmitted() -> None:
     """`dream run` builds its items itself: held back, they wait in the same written form an agent's do."""
     from memory_server.dream.items import ProposalItem, Quote, parse_item
 
-    made = ProposalItem(0, "", "lesson", "Run the tests from the virtualenv", "adopted", "topics/lessons.md",
-                        evidence=[Quote(ref(3, YAML_ERROR), YAML_ERROR, "error"),
-                                  Quote(ref(3, YAML_ERROR), "ran `.venv/bin/pytest`", "fix")])
+    made = ProposalItem(
+        0,
+        "",
+        "lesson",
+        "Run the tests from the virtualenv",
+        "adopted",
+        "topics/lessons.md",
+        evidence=[
+            Quote(ref(3, YAML_ERROR), YAML_ERROR, "error"),
+            Quote(ref(3, YAML_ERROR), "ran `.venv/bin/pytest`", "fix"),
+        ],
+    )
     again = parse_item(1, json.loads(json.dumps(made.as_json())))
     assert again.fingerprint == made.fingerprint and again.evidence == made.evidence
 
 
 def test_a_new_updates_section_after_a_blank_last_line_adds_no_second_blank(root: Path) -> None:
     (root / "topics" / "cli.md").write_text(
-        "---\ntitle: CLI\nupdated: 2025-12-01\n---\n# CLI\n\n## Releases\n\n- Tag the commit.\n\n", encoding="utf-8")
+        "---\ntitle: CLI\nupdated: 2025-12-01\n---\n# CLI\n\n## Releases\n\n- Tag the commit.\n\n", encoding="utf-8"
+    )
     result = dream(root, [fact("Command output is plain text by default.", None, "topics/cli.md")])
     diff = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
     assert " - Tag the commit.\n \n+## Updates\n+\n+- Command output is plain text" in diff, diff

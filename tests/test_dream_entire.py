@@ -42,8 +42,8 @@ started: 2026-02-08T18:00:00Z
 # The project's files as the sessions left them, only those the items name (the root lies in this git tree).
 PROJECT_FILES = {
     "docs/generated/.gitignore": "*\n!.gitignore\n",
-    "cmd/entire/cli/session/state.go": 'package session\n\ntype State struct {\n\tLastInteractionTime time.Time '
-                                       '`json:"last_interaction_time"`\n}\n',
+    "cmd/entire/cli/session/state.go": "package session\n\ntype State struct {\n\tLastInteractionTime time.Time "
+    '`json:"last_interaction_time"`\n}\n',
 }
 
 
@@ -55,16 +55,22 @@ def topics_from_claude_md(text: str) -> dict[str, str]:
         if line.startswith("## ") or line.startswith("# Important Notes"):
             title = line.lstrip("#").strip()
             current = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-            topics[current] = [f"---\ntitle: {title}\ndescription: {title} of the Entire CLI\nupdated: 2026-02-05\n"
-                               f"---\n# {title}\n"]
+            topics[current] = [
+                f"---\ntitle: {title}\ndescription: {title} of the Entire CLI\nupdated: 2026-02-05\n---\n# {title}\n"
+            ]
         elif current:
             topics[current].append(line)
     return {slug: "".join(lines) for slug, lines in topics.items()}
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -157,85 +163,170 @@ def quote(ref: str, text: str, role: str = "support") -> dict[str, str]:
 
 
 GOOD: list[dict[str, Any]] = [
-    {"id": "metadata-branch", "kind": "correction", "stance": "adopted",
-     "statement": "The metadata branch is entire/checkpoints/v1 (it was entire/sessions)",
-     "target": {"topic": "topics/code-patterns.md"},
-     "replaces": {"lines": ["topics/code-patterns.md:183", "topics/code-patterns.md:185"],
-                  "old": "entire/sessions", "new": "entire/checkpoints/v1"},
-     "evidence": [quote("transcript:2026-02-07-03a1382e:253",
-                        "we did a migration from entire/sessions to entire/checkpoints/v1")]},
-    {"id": "generated-output", "kind": "decision", "stance": "adopted",
-     "statement": "Tests write generated output (the phase test's Mermaid diagram) to `docs/generated/`; only its "
-                  ".gitignore is committed",
-     "target": {"topic": "topics/development.md", "section": "Running Tests"},
-     "evidence": [quote("transcript:2026-02-07-d19ec7f9:40",
-                        "Where should the generated Mermaid diagram go? -> docs/generated/"),
-                  quote("transcript:2026-02-07-d19ec7f9:58",
-                        "The `.gitignore` gets committed (so the directory exists on CI), but generated `.mmd` "
-                        "files won't.")]},
-    {"id": "ci-lint", "kind": "fact", "stance": "adopted",
-     "statement": "CI lints with the same mise tasks as a local run (mise run fmt:check, mise run lint), not the "
-                  "golangci-lint action",
-     "target": {"topic": "topics/development.md", "section": "Linting and Formatting"},
-     "evidence": [quote("transcript:2026-02-08-e4d2c72e:36", "Replaced all 3 lint steps with mise task equivalents"),
-                  quote("transcript:2026-02-08-e4d2c72e:36",
-                        "This removes the `golangci-lint-action` dependency entirely.")]},
-    {"id": "last-interaction", "kind": "fact", "stance": "adopted",
-     "statement": "The session state records the last interaction as `LastInteractionTime` (JSON "
-                  "`last_interaction_time`); the field was renamed without a migration",
-     "target": {"topic": "topics/code-patterns.md", "section": "Session Package (`cmd/entire/cli/session/`)"},
-     "evidence": [quote("transcript:2026-02-08-53ea1606:203", "Rename the session state field and JSON tag from "
-                        "last_interaction_at to last_interaction_time"),
-                  quote("transcript:2026-02-08-53ea1606:203", "no backward compat migration is needed")]},
-    {"id": "parent-merges", "kind": "lesson", "stance": "adopted",
-     "statement": "Merges from the parent branch conflict on renamed session-state fields: keep the branch's "
-                  "names and port the parent's additions to them",
-     "evidence": [quote("transcript:2026-02-08-2956cee6:23", "Automatic merge failed", "error"),
-                  quote("transcript:2026-02-08-2956cee6:193", "parent's `LastInteractionAt`/`CheckpointCount` "
-                        "already exist as `LastInteractionTime`/`StepCount` in HEAD", "fix")]},
+    {
+        "id": "metadata-branch",
+        "kind": "correction",
+        "stance": "adopted",
+        "statement": "The metadata branch is entire/checkpoints/v1 (it was entire/sessions)",
+        "target": {"topic": "topics/code-patterns.md"},
+        "replaces": {
+            "lines": ["topics/code-patterns.md:183", "topics/code-patterns.md:185"],
+            "old": "entire/sessions",
+            "new": "entire/checkpoints/v1",
+        },
+        "evidence": [
+            quote(
+                "transcript:2026-02-07-03a1382e:253", "we did a migration from entire/sessions to entire/checkpoints/v1"
+            )
+        ],
+    },
+    {
+        "id": "generated-output",
+        "kind": "decision",
+        "stance": "adopted",
+        "statement": "Tests write generated output (the phase test's Mermaid diagram) to `docs/generated/`; only its "
+        ".gitignore is committed",
+        "target": {"topic": "topics/development.md", "section": "Running Tests"},
+        "evidence": [
+            quote(
+                "transcript:2026-02-07-d19ec7f9:40", "Where should the generated Mermaid diagram go? -> docs/generated/"
+            ),
+            quote(
+                "transcript:2026-02-07-d19ec7f9:58",
+                "The `.gitignore` gets committed (so the directory exists on CI), but generated `.mmd` files won't.",
+            ),
+        ],
+    },
+    {
+        "id": "ci-lint",
+        "kind": "fact",
+        "stance": "adopted",
+        "statement": "CI lints with the same mise tasks as a local run (mise run fmt:check, mise run lint), not the "
+        "golangci-lint action",
+        "target": {"topic": "topics/development.md", "section": "Linting and Formatting"},
+        "evidence": [
+            quote("transcript:2026-02-08-e4d2c72e:36", "Replaced all 3 lint steps with mise task equivalents"),
+            quote("transcript:2026-02-08-e4d2c72e:36", "This removes the `golangci-lint-action` dependency entirely."),
+        ],
+    },
+    {
+        "id": "last-interaction",
+        "kind": "fact",
+        "stance": "adopted",
+        "statement": "The session state records the last interaction as `LastInteractionTime` (JSON "
+        "`last_interaction_time`); the field was renamed without a migration",
+        "target": {"topic": "topics/code-patterns.md", "section": "Session Package (`cmd/entire/cli/session/`)"},
+        "evidence": [
+            quote(
+                "transcript:2026-02-08-53ea1606:203",
+                "Rename the session state field and JSON tag from last_interaction_at to last_interaction_time",
+            ),
+            quote("transcript:2026-02-08-53ea1606:203", "no backward compat migration is needed"),
+        ],
+    },
+    {
+        "id": "parent-merges",
+        "kind": "lesson",
+        "stance": "adopted",
+        "statement": "Merges from the parent branch conflict on renamed session-state fields: keep the branch's "
+        "names and port the parent's additions to them",
+        "evidence": [
+            quote("transcript:2026-02-08-2956cee6:23", "Automatic merge failed", "error"),
+            quote(
+                "transcript:2026-02-08-2956cee6:193",
+                "parent's `LastInteractionAt`/`CheckpointCount` "
+                "already exist as `LastInteractionTime`/`StepCount` in HEAD",
+                "fix",
+            ),
+        ],
+    },
 ]
 
 NOTES_REF = "sessions/compressed/2026/2026-02-08-notes-tooling-call.md:8"
 BAD: dict[str, tuple[dict[str, Any], str]] = {
     "quote not in evidence": (
-        {"kind": "fact", "stance": "adopted", "statement": "CI lints with make lint",
-         "target": {"topic": "topics/development.md"},
-         "evidence": [quote("transcript:2026-02-08-e4d2c72e:36", "Replaced all lint steps with make lint")]},
-        "is not at transcript:2026-02-08-e4d2c72e:36"),
+        {
+            "kind": "fact",
+            "stance": "adopted",
+            "statement": "CI lints with make lint",
+            "target": {"topic": "topics/development.md"},
+            "evidence": [quote("transcript:2026-02-08-e4d2c72e:36", "Replaced all lint steps with make lint")],
+        },
+        "is not at transcript:2026-02-08-e4d2c72e:36",
+    ),
     "hypothetical adopted": (
-        {"kind": "decision", "stance": "adopted", "statement": "Shadow tracking uses git status instead of go-git",
-         "target": {"topic": "topics/code-patterns.md", "section": "Git Operations"},
-         "evidence": [quote("transcript:2026-02-07-03a1382e:734", "we replaced go-git with git status")]},
-        "only asks or supposes"),
+        {
+            "kind": "decision",
+            "stance": "adopted",
+            "statement": "Shadow tracking uses git status instead of go-git",
+            "target": {"topic": "topics/code-patterns.md", "section": "Git Operations"},
+            "evidence": [quote("transcript:2026-02-07-03a1382e:734", "we replaced go-git with git status")],
+        },
+        "only asks or supposes",
+    ),
     "considered but stayed": (
-        {"kind": "decision", "stance": "adopted", "statement": "Tasks run with make",
-         "target": {"topic": "topics/development.md"},
-         "evidence": [quote(NOTES_REF, "switching the task runner from mise to make")]},
-        "considered but not taken up"),
+        {
+            "kind": "decision",
+            "stance": "adopted",
+            "statement": "Tasks run with make",
+            "target": {"topic": "topics/development.md"},
+            "evidence": [quote(NOTES_REF, "switching the task runner from mise to make")],
+        },
+        "considered but not taken up",
+    ),
     "reversed later": (
-        {"kind": "decision", "stance": "adopted",
-         "statement": "The `settings` re-exports in config.go are dead code and are deleted",
-         "target": {"topic": "topics/code-patterns.md", "section": "Settings"},
-         "evidence": [quote("transcript:2026-02-06-75c838dd:50", "they're dead code"),
-                      quote("transcript:2026-02-06-75c838dd:54", "Do it.")]},
-        "transcript:2026-02-06-75c838dd:217 (2026-02-06) takes it back later"),
+        {
+            "kind": "decision",
+            "stance": "adopted",
+            "statement": "The `settings` re-exports in config.go are dead code and are deleted",
+            "target": {"topic": "topics/code-patterns.md", "section": "Settings"},
+            "evidence": [
+                quote("transcript:2026-02-06-75c838dd:50", "they're dead code"),
+                quote("transcript:2026-02-06-75c838dd:54", "Do it."),
+            ],
+        },
+        "transcript:2026-02-06-75c838dd:217 (2026-02-06) takes it back later",
+    ),
     "fix from another session": (
-        {"kind": "lesson", "stance": "adopted", "statement": "Merges from the parent branch conflict",
-         "evidence": [quote("transcript:2026-02-08-2956cee6:23", "Automatic merge failed", "error"),
-                      quote("transcript:2026-02-08-37a27d31:116", "keep resolveAgentType helper", "fix")]},
-        "comes from another session than the error"),
+        {
+            "kind": "lesson",
+            "stance": "adopted",
+            "statement": "Merges from the parent branch conflict",
+            "evidence": [
+                quote("transcript:2026-02-08-2956cee6:23", "Automatic merge failed", "error"),
+                quote("transcript:2026-02-08-37a27d31:116", "keep resolveAgentType helper", "fix"),
+            ],
+        },
+        "comes from another session than the error",
+    ),
     "only Claude Code's own summary": (
-        {"kind": "fact", "stance": "adopted", "statement": "PR #169 consolidates the session state types",
-         "target": {"topic": "topics/code-patterns.md"},
-         "evidence": [quote("transcript:2026-02-08-53ea1606:270",
-                            "Consolidate session state types and simplify transcript tracking")]},
-        "its evidence is only Claude Code's own summary"),
+        {
+            "kind": "fact",
+            "stance": "adopted",
+            "statement": "PR #169 consolidates the session state types",
+            "target": {"topic": "topics/code-patterns.md"},
+            "evidence": [
+                quote(
+                    "transcript:2026-02-08-53ea1606:270",
+                    "Consolidate session state types and simplify transcript tracking",
+                )
+            ],
+        },
+        "its evidence is only Claude Code's own summary",
+    ),
     "identifier that does not exist": (
-        {"kind": "fact", "stance": "adopted",
-         "statement": "Deferred condensation at turn end is dispatched through `TurnEndDispatcher`",
-         "target": {"topic": "topics/code-patterns.md", "section": "Session Strategies (`cmd/entire/cli/strategy/`)"},
-         "evidence": [quote("transcript:2026-02-08-e0cf01c8:236", "Add TurnEndHandler optional interface")]},
-        "`TurnEndDispatcher` does not occur in the project's git tree"),
+        {
+            "kind": "fact",
+            "stance": "adopted",
+            "statement": "Deferred condensation at turn end is dispatched through `TurnEndDispatcher`",
+            "target": {
+                "topic": "topics/code-patterns.md",
+                "section": "Session Strategies (`cmd/entire/cli/strategy/`)",
+            },
+            "evidence": [quote("transcript:2026-02-08-e0cf01c8:236", "Add TurnEndHandler optional interface")],
+        },
+        "`TurnEndDispatcher` does not occur in the project's git tree",
+    ),
 }
 
 
@@ -269,7 +360,8 @@ def test_each_bad_kind_is_refused_with_its_reason(root: Path, kind: str) -> None
     result = submit(root, [*GOOD, {"id": "bad", **item}])
     assert result.id is None and len(result.refusals) == 1, result.refusals
     assert result.refusals[0].startswith(f"item {len(GOOD) + 1} (bad): ") and reason in result.refusals[0], (
-        result.refusals)
+        result.refusals
+    )
     assert not (root / "dreams").exists() or not [p for p in (root / "dreams").iterdir() if p.is_dir()]
 
 

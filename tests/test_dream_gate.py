@@ -84,8 +84,12 @@ def test_state_is_rebuilt_from_the_proposals_when_dot_memory_is_gone(root: Path)
     made = add_sessions(root, 5)
     folder = root / "dreams" / "20260101-000000"
     folder.mkdir(parents=True)
-    meta = {"id": folder.name, "created": T0, "sessions": made[:3],
-            "hunks": [{"n": 1, "fingerprints": ["abc"], "status": "rejected"}]}
+    meta = {
+        "id": folder.name,
+        "created": T0,
+        "sessions": made[:3],
+        "hunks": [{"n": 1, "fingerprints": ["abc"], "status": "rejected"}],
+    }
     (folder / "proposal.json").write_text(json.dumps(meta))
     gate = DreamGate(root, Settings(), clock=Clock(T0 + 30 * HOUR))
     state = gate.load_state()

@@ -35,8 +35,9 @@ def small_disk(tmp_path: Path, size: str = "3m") -> Iterator[Path]:
     mount = shutil.which("mount")
     if mount is None:
         pytest.skip("no `mount` command: cannot make a small disk")
-    made = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)], capture_output=True, text=True
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
     try:
@@ -115,8 +116,13 @@ def test_a_failed_rebuild_leaves_the_old_index_searchable(root: Path) -> None:
     m.index()
     m.close()
     env = {**os.environ, "MEMORY_SERVER_CRASH_AT": "index-rebuild-mid-keyword"}
-    killed = subprocess.run([*CLI, "index", "--rebuild", "--keyword-only", "--root", str(root)], env=env,
-                            capture_output=True, text=True, timeout=120)
+    killed = subprocess.run(
+        [*CLI, "index", "--rebuild", "--keyword-only", "--root", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert killed.returncode == -9, killed.stderr
     m = Memory(root, embedder=False)
     try:

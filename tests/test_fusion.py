@@ -43,8 +43,12 @@ def test_keyword_scores_are_normalised_against_the_whole_query() -> None:
 def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> None:
     root = tmp_path / "m"
     init_root(root)
-    write(root, "topics/kafka.md", "---\ntitle: Kafka broker\n---\n# Kafka broker\n\n"
-          "Status: accepted.\n\nConsumers replay the log from any offset they choose.\n")
+    write(
+        root,
+        "topics/kafka.md",
+        "---\ntitle: Kafka broker\n---\n# Kafka broker\n\n"
+        "Status: accepted.\n\nConsumers replay the log from any offset they choose.\n",
+    )
     m = Memory(root, embedder=False)
     m.index()
     own = keyword_candidates(m.fts, "kafka offset", 20)
@@ -73,8 +77,10 @@ def test_a_literal_query_puts_its_phrase_match_first(tmp_path: Path) -> None:
     root = tmp_path / "m"
     init_root(root)
     steps = "\n\n".join(f"Step 7 of {i}: run 3 jobs on 2 nodes." for i in range(8))
-    answer = ("The parser was pinned in version 3.2.7 because the new grammar broke quoting in the config "
-              "loader, which we found after a long afternoon of bisecting releases.")
+    answer = (
+        "The parser was pinned in version 3.2.7 because the new grammar broke quoting in the config "
+        "loader, which we found after a long afternoon of bisecting releases."
+    )
     write(root, "topics/releases.md", f"# Releases\n\n{steps}\n\n{answer}\n")
     m = Memory(root, embedder=FakeEmbedder())
     m.index()
@@ -89,9 +95,13 @@ def test_a_literal_query_puts_its_phrase_match_first(tmp_path: Path) -> None:
 def test_the_users_words_outweigh_the_assistants_restatement(tmp_path: Path) -> None:
     root = tmp_path / "m"
     init_root(root)
-    write(root, "sessions/compressed/2026/2026-03-01-aaaa-chat.md", "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
-          "**User:** The sprint deadline moved to March 29.\n\n"
-          "**Assistant:** Noted: the sprint deadline moved to March 29.\n")
+    write(
+        root,
+        "sessions/compressed/2026/2026-03-01-aaaa-chat.md",
+        "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
+        "**User:** The sprint deadline moved to March 29.\n\n"
+        "**Assistant:** Noted: the sprint deadline moved to March 29.\n",
+    )
     m = Memory(root, embedder=FakeEmbedder())
     m.index()
     m.settings.ranking.duplicate_similarity = 1.01

@@ -40,8 +40,13 @@ def transcript(tmp_path: Path) -> Path:
 
 
 def payload(transcript: Path | str, event: str = "SessionEnd", **extra: object) -> dict:
-    return {"session_id": "5c0375b4-57a5-4f26-b12d-d022ee4e51b7", "transcript_path": str(transcript),
-            "cwd": "/path/to/Demo", "hook_event_name": event, **extra}
+    return {
+        "session_id": "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+        "transcript_path": str(transcript),
+        "cwd": "/path/to/Demo",
+        "hook_event_name": event,
+        **extra,
+    }
 
 
 def session_files(root: MemoryRoot) -> list[Path]:

@@ -94,8 +94,13 @@ def test_fast_and_light(tmp_path: Path, monkeypatch, capsys) -> None:
         "import sys; from memory_server.cli import main; main(['hook', 'session-start', '--root', sys.argv[1]]); "
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
-    light = subprocess.run([sys.executable, "-c", code, str(root)], input=json.dumps(payload(root)),
-                           capture_output=True, text=True, timeout=60)
+    light = subprocess.run(
+        [sys.executable, "-c", code, str(root)],
+        input=json.dumps(payload(root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert light.stdout.strip().splitlines()[-1] == "[]", light.stdout + light.stderr
 
 

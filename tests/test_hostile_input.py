@@ -34,9 +34,44 @@ HUGE_RUNS = settings(max_examples=12, deadline=None, suppress_health_check=[Heal
 
 LAYER_NAMES = ["topic", "session", "transcript"]
 FTS_SYNTAX = [
-    '"', '""', "'", "*", "(", ")", "AND", "OR", "NOT", "NEAR(", "NEAR", "^", ":", "-", "{", "}", ",", "+", ".",
-    "col:", "text:", "title:", " ", "\x00", "\ud800", "\udfff", "\udcff", "SAVE_CONFIG", "printer", "E-1042",
-    "日本語", "🙂", "\u200b", "\ufeff", "%", "_", "\\", "';--",
+    '"',
+    '""',
+    "'",
+    "*",
+    "(",
+    ")",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR(",
+    "NEAR",
+    "^",
+    ":",
+    "-",
+    "{",
+    "}",
+    ",",
+    "+",
+    ".",
+    "col:",
+    "text:",
+    "title:",
+    " ",
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\udcff",
+    "SAVE_CONFIG",
+    "printer",
+    "E-1042",
+    "日本語",
+    "🙂",
+    "\u200b",
+    "\ufeff",
+    "%",
+    "_",
+    "\\",
+    "';--",
 ]
 
 any_char = st.characters(codec=None)  # every code point: NUL, controls, lone surrogates, unassigned
@@ -216,7 +251,8 @@ utf8_char = st.characters(codec="utf-8")  # what a JSON client can send: everyth
 utf8_text = st.text(utf8_char, max_size=40)
 utf8_fragments = st.lists(
     st.one_of(st.sampled_from([f for f in FTS_SYNTAX if not 0xD800 <= ord(f[0]) <= 0xDFFF]), utf8_text),
-    min_size=1, max_size=12,
+    min_size=1,
+    max_size=12,
 )
 mcp_queries = st.one_of(
     utf8_text,
@@ -226,11 +262,19 @@ mcp_queries = st.one_of(
     st.one_of(st.integers(), st.none(), st.lists(st.integers(), max_size=2)),  # not a string at all
 )
 mcp_ks = st.one_of(
-    st.just(OMIT), st.integers(1, 50), st.sampled_from([0, -1, 51, 2**63, 10**30, -(10**30)]), st.integers(),
-    st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=3), st.none(),
+    st.just(OMIT),
+    st.integers(1, 50),
+    st.sampled_from([0, -1, 51, 2**63, 10**30, -(10**30)]),
+    st.integers(),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=3),
+    st.none(),
 )
 mcp_layers = st.one_of(
-    st.just(OMIT), st.none(), st.lists(st.sampled_from(LAYER_NAMES), max_size=3),
+    st.just(OMIT),
+    st.none(),
+    st.lists(st.sampled_from(LAYER_NAMES), max_size=3),
     st.lists(st.one_of(st.sampled_from(LAYER_NAMES), utf8_text, st.integers()), max_size=3),
     utf8_text,
     st.integers(),
@@ -259,7 +303,11 @@ def test_search_tools_over_mcp_answer_any_input_and_keep_serving(root: Path, tmp
         @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
         @given(
             tool=st.sampled_from(["search_exact", "search_memory"]),
-            query=mcp_queries, k=mcp_ks, layers=mcp_layers, after=mcp_dates, before=mcp_dates,
+            query=mcp_queries,
+            k=mcp_ks,
+            layers=mcp_layers,
+            after=mcp_dates,
+            before=mcp_dates,
         )
         def hostile(tool, query, k, layers, after, before):
             args = {"query": query, "k": k, "layers": layers, "after": after, "before": before}
@@ -380,16 +428,43 @@ def hostile_root(root: Path, tmp_path: Path) -> Path:
 
 
 SEGMENTS = [
-    "..", ".", "", "topics", "printer.md", "link.md", "chain.md", "dirlink", "up", "hard.md", "null.md", "zero.md",
-    "fifo.md", "dir.md", "secret.md", "outside", ".memory", "index.sqlite3", "sessions", "MEMORY.md", "~", "~root",
-    "etc", "passwd", "\x00", "\ud800", "\udcff", "a" * 300, "transcript:", "\\..", "%2e%2e", "..\u2215..",
+    "..",
+    ".",
+    "",
+    "topics",
+    "printer.md",
+    "link.md",
+    "chain.md",
+    "dirlink",
+    "up",
+    "hard.md",
+    "null.md",
+    "zero.md",
+    "fifo.md",
+    "dir.md",
+    "secret.md",
+    "outside",
+    ".memory",
+    "index.sqlite3",
+    "sessions",
+    "MEMORY.md",
+    "~",
+    "~root",
+    "etc",
+    "passwd",
+    "\x00",
+    "\ud800",
+    "\udcff",
+    "a" * 300,
+    "transcript:",
+    "\\..",
+    "%2e%2e",
+    "..\u2215..",
     "\uff0e\uff0e",
 ]
 paths = st.one_of(
     st.text(any_char, max_size=40),
-    st.lists(st.one_of(st.sampled_from(SEGMENTS), st.text(any_char, max_size=6)), min_size=1, max_size=8).map(
-        "/".join
-    ),
+    st.lists(st.one_of(st.sampled_from(SEGMENTS), st.text(any_char, max_size=6)), min_size=1, max_size=8).map("/".join),
     st.tuples(
         st.sampled_from(["/", "~/", "transcript:", "./", "//", "topics/../"]),
         st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6).map("/".join),

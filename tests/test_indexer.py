@@ -147,4 +147,3 @@ def test_a_rebuild_drops_cached_embeddings_no_chunk_needs(root: Path):
     assert any("spool holder" in h.text for h in hits)
     assert m.index().cache_pruned == 0  # an ordinary sync never prunes
     m.close()
-

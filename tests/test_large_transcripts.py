@@ -66,8 +66,9 @@ def write_large_transcript(path: Path, huge_outputs: int, huge_mb: int, normal_m
                 for line in [
                     json.dumps(_record("user", n, f"check step {n} of the import please")).encode() + b"\n",
                     *_exchange(n + 1, f"./import --step {n}", small),
-                    json.dumps(_record("assistant", n + 3, [{"type": "text", "text": f"Step {n} looks fine."}]))
-                    .encode()
+                    json.dumps(
+                        _record("assistant", n + 3, [{"type": "text", "text": f"Step {n} looks fine."}])
+                    ).encode()
                     + b"\n",
                 ]:
                     fh.write(line)

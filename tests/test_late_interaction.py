@@ -22,7 +22,7 @@ from memory_server.testing import FakeEmbedder
 # The pooled vector of the long passage is diluted by its other words; token by token, every word of the
 # question is in it. The short passage repeats one of the question's words, so its pooled vector is closer.
 QUESTION = "alpha beta gamma"
-ANSWER = ("Alpha beta gamma, noted with " + " ".join(f"filler{i}" for i in range(30)) + ".")
+ANSWER = "Alpha beta gamma, noted with " + " ".join(f"filler{i}" for i in range(30)) + "."
 DECOY = "Alpha alpha alpha alpha."
 
 
@@ -79,8 +79,9 @@ def _first(root: Path, **settings: object) -> str:
     ranking = {"keyword_weight": 0.0, "file_weight": 0.0, "neighbour_weight": 0.0}  # the semantic signal alone
     ranking.update({k: v for k, v in settings.items() if k.startswith("late")})
     embedding = {k: v for k, v in settings.items() if k == "token_vectors"}
-    m = Memory(root, settings=Settings.model_validate({"ranking": ranking, "embedding": embedding}),
-               embedder=FakeEmbedder())
+    m = Memory(
+        root, settings=Settings.model_validate({"ranking": ranking, "embedding": embedding}), embedder=FakeEmbedder()
+    )
     try:
         m.index()
         hits, _ = m.search_memory(QUESTION, k=2)
@@ -118,8 +119,9 @@ def test_token_vectors_are_stored_beside_each_vector_and_follow_the_setting(tmp_
     on.close()
 
     fresh = _root(tmp_path / "off")
-    off = Memory(fresh, settings=Settings.model_validate({"embedding": {"token_vectors": "off"}}),
-                 embedder=FakeEmbedder())
+    off = Memory(
+        fresh, settings=Settings.model_validate({"embedding": {"token_vectors": "off"}}), embedder=FakeEmbedder()
+    )
     assert off.status()["semantic_index"]["late_interaction"] is False
     off.close()
     _first(fresh, late_weight=1.0, token_vectors="off")

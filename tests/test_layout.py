@@ -88,7 +88,7 @@ def test_no_import_cycles() -> None:
         stack.append(module)
         for target in sorted(edges.get(module, ())):
             if state.get(target) == 1:
-                cycles.append(stack[stack.index(target):] + [target])
+                cycles.append(stack[stack.index(target) :] + [target])
             elif target not in state:
                 visit(target)
         stack.pop()

@@ -81,42 +81,54 @@ def test_watcher_follows_create_edit_rename_delete_and_save_by_rename(root: Path
             await until(settled, s, "the initial index")
 
             write(root, "topics/live.md", "# Live\n\nThe canary token is OKAPI_7731.\n")
+
             async def created(s):
                 hits = await find(s, "OKAPI_7731")
                 return hits and hits[0]["path"] == "topics/live.md" and await settled(s)
+
             await until(created, s, "a created file")
             sem = payload(await s.call_tool("search_memory", {"query": "canary token OKAPI_7731", "k": 1}))
             assert sem["hits"][0]["path"] == "topics/live.md" and sem["mode"] == "hybrid"
 
             write(root, "topics/live.md", "# Live\n\nThe canary token is now NARWHAL_5512.\n")
+
             async def edited(s):
                 return await find(s, "NARWHAL_5512") and not await find(s, "OKAPI_7731") and await settled(s)
+
             await until(edited, s, "an edited file")
 
             os.rename(root / "topics/live.md", root / "topics/moved.md")
+
             async def renamed(s):
                 hits = await find(s, "NARWHAL_5512")
                 return hits and hits[0]["path"] == "topics/moved.md" and len(hits) == 1 and await settled(s)
+
             await until(renamed, s, "a renamed file")
 
             # an editor's save: write a temp file, then rename it over the original
             tmp = root / "topics" / ".moved.md.swp"
             tmp.write_text("# Live\n\nSaved by rename: QUOKKA_9001.\n")
             os.replace(tmp, root / "topics/moved.md")
+
             async def saved(s):
                 return await find(s, "QUOKKA_9001") and not await find(s, "NARWHAL_5512") and await settled(s)
+
             await until(saved, s, "a save-by-rename")
 
             (root / "topics/moved.md").unlink()
+
             async def deleted(s):
                 return not await find(s, "QUOKKA_9001") and await settled(s)
+
             st = await until(deleted, s, "a deleted file")
             assert st["files_by_layer"] == {"topic": 4, "session": 1}
 
             # a new session folder appearing later is watched too
             write(root, "sessions/compressed/2027/2027-01-02-ffff0000-new-year.md", "# New year\n\nWALRUS_4242\n")
+
             async def new_folder(s):
                 return await find(s, "WALRUS_4242") and await settled(s)
+
             await until(new_folder, s, "a file in a new folder")
 
     anyio.run(main)

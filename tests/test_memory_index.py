@@ -131,7 +131,7 @@ def test_reference_links_and_percent_encoding_list_topics(tmp_path: Path) -> Non
     topics = ("topics/my topic.md", "topics/ref.md", "topics/angle.md")
     root = make_root(
         tmp_path,
-        "- [Mine](topics/my%20topic.md)\n- [Ref][r]\n- [Angle](<topics/angle.md> \"title\")\n\n[r]: topics/ref.md\n",
+        '- [Mine](topics/my%20topic.md)\n- [Ref][r]\n- [Angle](<topics/angle.md> "title")\n\n[r]: topics/ref.md\n',
         topics,
     )
     report = check_memory_index(root, list(topics))
@@ -199,9 +199,7 @@ def test_links_to_existing_non_topic_files_and_folders_are_fine(tmp_path: Path) 
     assert check_memory_index(root, [])["broken_links"] == []
 
 
-def test_links_resolve_against_the_root_not_the_current_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_links_resolve_against_the_root_not_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = make_root(tmp_path, "- [A](topics/a.md)\n", ("topics/a.md",))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -71,7 +71,11 @@ def claude_bin() -> str:
         _fail_missing("Claude Code's CLI (`claude`)")
     assert found is not None
     probe = subprocess.run(
-        [found, "--version"], capture_output=True, text=True, timeout=60, env=base_env(Path("/nonexistent")),
+        [found, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=base_env(Path("/nonexistent")),
         stdin=subprocess.DEVNULL,
     )
     assert probe.returncode == 0 and "Claude Code" in probe.stdout, (
@@ -87,7 +91,11 @@ def newest_claude_bin() -> str:
     if not local.exists():
         pytest.fail(f"Claude Code {NEWEST_CLAUDE} is not installed at {local}: {NEWEST_HINT}")
     probe = subprocess.run(
-        [str(local), "--version"], capture_output=True, text=True, timeout=60, env=base_env(Path("/nonexistent")),
+        [str(local), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=base_env(Path("/nonexistent")),
         stdin=subprocess.DEVNULL,
     )
     assert probe.returncode == 0 and NEWEST_CLAUDE in probe.stdout, f"{probe.stdout}{probe.stderr}\n{NEWEST_HINT}"
@@ -150,12 +158,24 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def run(
-    cmd: list[str] | str, *, cwd: Path, env: dict[str, str], timeout: float = CLI_TIMEOUT, shell: bool = False,
+    cmd: list[str] | str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float = CLI_TIMEOUT,
+    shell: bool = False,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, shell=shell,
-        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+        cmd,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        shell=shell,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
     )
 
 
@@ -344,15 +364,13 @@ def test_readme_install_path_needs_only_python() -> None:
     """No placeholder to fill in, and no installer a fresh machine lacks (pipx, uv): a venv in the clone."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "<repository URL>" not in readme
-    install = readme[readme.index("\n## Set-up: two commands\n"):readme.index("\n## Where memory lives\n")]
+    install = readme[readme.index("\n## Set-up: two commands\n") : readme.index("\n## Where memory lives\n")]
     commands = "\n".join(re.findall(r"^```bash\n(.*?)^```", install, flags=re.M | re.S))
     assert "pipx" not in commands and "uv tool" not in commands, commands
     assert readme_block("Install as a Claude Code plugin")[0] == "python3 -m venv .venv && .venv/bin/pip install -e ."
 
 
-def test_readme_plugin_install_from_a_clone(
-    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
-) -> None:
+def test_readme_plugin_install_from_a_clone(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:
     """The README's plugin lines, run by a shell in a clone: link the server onto PATH, add the marketplace,
     install the plugin; then the plugin's server connects in a project.
 
@@ -360,10 +378,16 @@ def test_readme_plugin_install_from_a_clone(
     install leaves in a clone (a venv, `build/`, `*.egg-info`): none of that may reach the plugin cache.
     """
     clone = fake_clone(tmp_path, server_bin)
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode("utf-8").split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode("utf-8")
+        .split("\0")
+    )
     skip = (".ci-node/", ".venv/", ".memory/")  # ignored by .gitignore; skipped here too in case it lags behind
     for rel in filter(None, listed):
         if rel.startswith(skip) or "/node_modules/" in rel:
@@ -404,8 +428,17 @@ def test_readme_plugin_install_from_a_clone(
     cache = home / ".claude" / "plugins" / "cache"
     cached = {p.name for p in cache.rglob("*")}
     assert "SKILL.md" in cached and "hooks.json" in cached and ".mcp.json" in cached, sorted(cached)
-    clone_only = {"pyproject.toml", "CLAUDE.md", "memory_server", "tests", "topics", ".venv", "build",
-                  "memory_server.egg-info", "README.md"}
+    clone_only = {
+        "pyproject.toml",
+        "CLAUDE.md",
+        "memory_server",
+        "tests",
+        "topics",
+        ".venv",
+        "build",
+        "memory_server.egg-info",
+        "README.md",
+    }
     assert not cached & clone_only, sorted(cached & clone_only)
 
 
@@ -446,8 +479,13 @@ def test_plugin_in_a_project_that_is_not_a_memory_root_writes_nothing(
             (hook,) = declared_hooks()[event]
             hook_env = base_env(home, CLAUDE_PLUGIN_ROOT=str(PLUGIN), **extra)
             done = subprocess.run(
-                ["/bin/sh", "-c", hook["command"]], cwd=project, env=hook_env,
-                input=hook_input(event, transcript, project), capture_output=True, text=True, timeout=60,
+                ["/bin/sh", "-c", hook["command"]],
+                cwd=project,
+                env=hook_env,
+                input=hook_input(event, transcript, project),
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
             assert done.returncode == 0 and done.stdout == "", show(done)
             lines = done.stderr.strip().splitlines()
@@ -465,14 +503,19 @@ def test_a_missing_root_connects_and_says_why(claude_bin: str, server_bin: Path,
     env = base_env(home)
     added = run(
         [claude_bin, "mcp", "add", "memory", "--", str(server_bin), "serve", "--root", str(missing)],
-        cwd=tmp_path, env=env,
+        cwd=tmp_path,
+        env=env,
     )
     assert added.returncode == 0, show(added)
     result = run([claude_bin, "mcp", "list"], cwd=tmp_path, env=env)
     assert "✔ Connected" in server_line(result.stdout, "memory"), show(result)
     assert not missing.exists()
     started = subprocess.run(
-        [str(server_bin), "serve", "--root", str(missing)], input="", capture_output=True, text=True, timeout=60,
+        [str(server_bin), "serve", "--root", str(missing)],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=env,
     )
     assert f"memory root {missing} does not exist" in started.stderr, show(started)
@@ -511,7 +554,8 @@ def test_inspector_lists_tools_and_calls_search_exact(
 
     called = run(
         [*cmd, "--cli", *server, "--method", "tools/call", "--tool-name", "search_exact", "--tool-arg", "query=E-4242"],
-        cwd=cwd or tmp_path, env=env,
+        cwd=cwd or tmp_path,
+        env=env,
     )
     answer = inspector_json(called)
     assert answer.get("isError") is not True, show(called)
@@ -530,15 +574,37 @@ def test_inspector_lists_tools_and_calls_search_exact(
 def write_transcript(folder: Path, session_id: str = SESSION_ID, cwd: str = "/work/project") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session_id}.jsonl"
-    common = {"sessionId": session_id, "cwd": cwd, "version": "2.1.197", "gitBranch": "main",
-              "userType": "external", "isSidechain": False}
+    common = {
+        "sessionId": session_id,
+        "cwd": cwd,
+        "version": "2.1.197",
+        "gitBranch": "main",
+        "userType": "external",
+        "isSidechain": False,
+    }
     lines = [
-        {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-11-20T10:00:00.000Z",
-         "message": {"role": "user", "content": "Why does the printer report E-4242 after a belt change?"}, **common},
-        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-11-20T10:00:05.000Z",
-         "message": {"role": "assistant", "model": "claude", "content": [
-             {"type": "text", "text": "E-4242 means the belt tension is out of range; re-tension to 110 Hz."}]},
-         **common},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "timestamp": "2026-11-20T10:00:00.000Z",
+            "message": {"role": "user", "content": "Why does the printer report E-4242 after a belt change?"},
+            **common,
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "timestamp": "2026-11-20T10:00:05.000Z",
+            "message": {
+                "role": "assistant",
+                "model": "claude",
+                "content": [
+                    {"type": "text", "text": "E-4242 means the belt tension is out of range; re-tension to 110 Hz."}
+                ],
+            },
+            **common,
+        },
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
@@ -546,10 +612,18 @@ def write_transcript(folder: Path, session_id: str = SESSION_ID, cwd: str = "/wo
 
 def hook_input(event: str, transcript: Path, cwd: Path) -> str:
     payload: dict[str, Any] = {
-        "session_id": SESSION_ID, "transcript_path": str(transcript), "cwd": str(cwd), "hook_event_name": event,
+        "session_id": SESSION_ID,
+        "transcript_path": str(transcript),
+        "cwd": str(cwd),
+        "hook_event_name": event,
     }
-    payload.update({"SessionStart": {"source": "startup"}, "SessionEnd": {"reason": "exit"},
-                    "PreCompact": {"trigger": "auto", "custom_instructions": ""}}[event])
+    payload.update(
+        {
+            "SessionStart": {"source": "startup"},
+            "SessionEnd": {"reason": "exit"},
+            "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+        }[event]
+    )
     return json.dumps(payload)
 
 
@@ -557,15 +631,24 @@ def run_declared_hook(event: str, project: Path, cwd: Path, transcript: Path, ho
     """Run the hook's command the way Claude Code does on POSIX: through /bin/sh, with its variables set."""
     (hook,) = declared_hooks()[event]
     env = base_env(
-        home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_ROOT=str(PLUGIN), CLAUDE_CODE_SESSION_ID=SESSION_ID,
-        CLAUDECODE="1", **extra,
+        home,
+        CLAUDE_PROJECT_DIR=str(project),
+        CLAUDE_PLUGIN_ROOT=str(PLUGIN),
+        CLAUDE_CODE_SESSION_ID=SESSION_ID,
+        CLAUDECODE="1",
+        **extra,
     )
     if event == "SessionStart":
         env["CLAUDE_ENV_FILE"] = str(home / "session-env.sh")
     start = time.monotonic()
     result = subprocess.run(
-        ["/bin/sh", "-c", hook["command"]], cwd=cwd, env=env, input=hook_input(event, transcript, cwd),
-        capture_output=True, text=True, timeout=hook["timeout"] + 30,
+        ["/bin/sh", "-c", hook["command"]],
+        cwd=cwd,
+        env=env,
+        input=hook_input(event, transcript, cwd),
+        capture_output=True,
+        text=True,
+        timeout=hook["timeout"] + 30,
     )
     return result, time.monotonic() - start, hook["timeout"]
 
@@ -598,9 +681,7 @@ def project(tmp_path: Path, server_bin: Path, home: Path) -> Path:
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
-def test_compressing_hooks_write_to_the_project_root(
-    event: str, project: Path, home: Path, tmp_path: Path
-) -> None:
+def test_compressing_hooks_write_to_the_project_root(event: str, project: Path, home: Path, tmp_path: Path) -> None:
     transcript = write_transcript(home / ".claude" / "projects" / "-work-project")
     result, elapsed, timeout = run_declared_hook(event, project, project / "src", transcript, home)
     assert result.returncode == 0, show(result)
@@ -648,8 +729,13 @@ def test_hooks_never_fail_the_session(event: str, home: Path, tmp_path: Path) ->
     env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(PLUGIN))
     for stdin in ("not json", "", hook_input(event, tmp_path / "missing.jsonl", not_a_root)):
         result = subprocess.run(
-            ["/bin/sh", "-c", hook["command"]], cwd=not_a_root, env=env, input=stdin,
-            capture_output=True, text=True, timeout=hook["timeout"] + 30,
+            ["/bin/sh", "-c", hook["command"]],
+            cwd=not_a_root,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=hook["timeout"] + 30,
         )
         assert result.returncode == 0, show(result)
         assert "Traceback" not in result.stderr, show(result)

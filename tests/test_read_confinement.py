@@ -71,7 +71,7 @@ def test_missing_file_and_bad_lines(memory: Memory):
     ("rel", "text"),
     [
         (".env", "STRIPE_KEY=sk_live_abc123\n"),
-        (".git/config", "[remote \"origin\"]\n\turl = https://x-access-token:ghp_secret@github.com/a/b.git\n"),
+        (".git/config", '[remote "origin"]\n\turl = https://x-access-token:ghp_secret@github.com/a/b.git\n'),
         ("src/settings.py", "DB_PASSWORD = 'hunter2'\n"),
         ("memory.yaml", "search:\n  default_k: 5\n"),
         ("topics/.env", "TOKEN=abc\n"),
@@ -154,8 +154,12 @@ def test_huge_files_are_read_in_bounded_memory(root: Path):
         for _ in range(300):
             fh.write(block)
         fh.write(b"\nlast line\n")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(root), "topics/sparse.md", "topics/wide.md"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), "topics/sparse.md", "topics/wide.md"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert "binary" in out["topics/sparse.md"]["error"]

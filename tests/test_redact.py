@@ -108,34 +108,75 @@ def _session_records(sid: str) -> list[dict[str, object]]:
         message: dict[str, object] = {"role": kind, "content": content}
         if kind == "assistant":
             message["id"] = f"msg_{n}"
-        return {"type": kind, "sessionId": sid, "uuid": f"00000000-0000-4000-8000-{n:012d}",
-                "timestamp": f"2026-03-01T10:{n:02d}:00Z", "cwd": "/home/dev/app", "gitBranch": "main",
-                "version": "2.0.14", "message": message, **extra}
+        return {
+            "type": kind,
+            "sessionId": sid,
+            "uuid": f"00000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-03-01T10:{n:02d}:00Z",
+            "cwd": "/home/dev/app",
+            "gitBranch": "main",
+            "version": "2.0.14",
+            "message": message,
+            **extra,
+        }
 
     def tool(n: int, name: str, tool_input: dict[str, object], output: str) -> list[dict[str, object]]:
         tid = f"toolu_{n}"
-        return [rec("assistant", n, [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}]),
-                rec("user", n + 1, [{"type": "tool_result", "tool_use_id": tid, "content": output}])]
+        return [
+            rec("assistant", n, [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}]),
+            rec("user", n + 1, [{"type": "tool_result", "tool_use_id": tid, "content": output}]),
+        ]
 
     return [
-        rec("user", 1, '<private reason="client work">Project Bluefinch for Halvorsen Ltd</private> '
-                       "Fix the login redirect loop"),
+        rec(
+            "user",
+            1,
+            '<private reason="client work">Project Bluefinch for Halvorsen Ltd</private> Fix the login redirect loop',
+        ),
         rec("assistant", 2, [{"type": "text", "text": "Looking at the redirect handler."}]),
         rec("user", 3, "Also <private>the merger closes on 2026-04-30,"),
         rec("user", 4, "nobody may know about Oakridge Capital yet"),
         rec("user", 5, "that is all</private> and keep the tests green"),
-        rec("assistant", 6, [{"type": "text", "text": "Understood: Bluefinch for Halvorsen Ltd stays quiet, "
-                                                      "and Oakridge Capital too."}]),
+        rec(
+            "assistant",
+            6,
+            [
+                {
+                    "type": "text",
+                    "text": "Understood: Bluefinch for Halvorsen Ltd stays quiet, and Oakridge Capital too.",
+                }
+            ],
+        ),
         *tool(7, "Bash", {"command": "git commit -m 'Bluefinch: fix redirect for Halvorsen Ltd'"}, "ok"),
-        *tool(9, "TodoWrite", {"todos": [{"content": "Tell Oakridge Capital about the 2026-04-30 date",
-                                          "status": "pending", "activeForm": "Telling"}]}, "ok"),
+        *tool(
+            9,
+            "TodoWrite",
+            {
+                "todos": [
+                    {
+                        "content": "Tell Oakridge Capital about the 2026-04-30 date",
+                        "status": "pending",
+                        "activeForm": "Telling",
+                    }
+                ]
+            },
+            "ok",
+        ),
         *tool(11, "Write", {"file_path": "/home/dev/app/docs/bluefinch-halvorsen.md", "content": "notes"}, "ok"),
         rec("assistant", 13, [{"type": "text", "text": "Fixed the login redirect loop."}]),
     ]
 
 
-PRIVATE_WORDS = ("Bluefinch", "Halvorsen", "Oakridge", "2026-04-30", "merger", "nobody may know", "client work",
-                 "bluefinch")
+PRIVATE_WORDS = (
+    "Bluefinch",
+    "Halvorsen",
+    "Oakridge",
+    "2026-04-30",
+    "merger",
+    "nobody may know",
+    "client work",
+    "bluefinch",
+)
 
 
 def test_private_text_never_reaches_a_summary_the_index_or_the_transcript_layer(
@@ -165,11 +206,18 @@ def test_private_text_never_reaches_a_summary_the_index_or_the_transcript_layer(
         memory.index()
         layer = memory.read("transcript:" + sid, 1, 20)["text"]
         assert "login redirect" in layer
-        state = "\n".join(p.read_bytes().decode("utf-8", "replace")
-                          for p in sorted((root / ".memory").rglob("*")) if p.is_file())
-        found = [w for w in PRIVATE_WORDS
-                 if w in summary.name or w in text or w in layer or w in state
-                 or memory.search_exact(w, layers=["topic", "session", "transcript"])]
+        state = "\n".join(
+            p.read_bytes().decode("utf-8", "replace") for p in sorted((root / ".memory").rglob("*")) if p.is_file()
+        )
+        found = [
+            w
+            for w in PRIVATE_WORDS
+            if w in summary.name
+            or w in text
+            or w in layer
+            or w in state
+            or memory.search_exact(w, layers=["topic", "session", "transcript"])
+        ]
     finally:
         memory.close()
     assert found == []
@@ -179,7 +227,7 @@ def test_session_redactor_pieces() -> None:
     from memory_server.sessions.redact import PRIVATE_MARK, SessionRedactor
 
     r = SessionRedactor()
-    assert r.text('<private reason="x" until=\'later\'>Codename Zephyr-9</private>ok') == "ok"
+    assert r.text("<private reason=\"x\" until='later'>Codename Zephyr-9</private>ok") == "ok"
     assert r.text("start <private>open across") == "start "
     assert r.private_open
     assert r.text("messages here") == ""

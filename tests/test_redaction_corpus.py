@@ -68,18 +68,43 @@ def _transcript(place: str, cases: list[tuple[str, str, str]], sid: str) -> list
                 use = {"name": "Write", "input": {"file_path": "/home/dev/app/.env", "content": f"# deploy\n{text}\n"}}
                 output = "File created successfully at: /home/dev/app/.env"
             else:
-                use = {"name": "Edit", "input": {"file_path": "/home/dev/app/settings.py", "old_string": "X = 1",
-                                                 "new_string": text, "replace_all": False}}
+                use = {
+                    "name": "Edit",
+                    "input": {
+                        "file_path": "/home/dev/app/settings.py",
+                        "old_string": "X = 1",
+                        "new_string": text,
+                        "replace_all": False,
+                    },
+                }
                 output = "The file /home/dev/app/settings.py has been updated."
             recs.append(_rec("assistant", sid, n, [{"type": "tool_use", "id": tid, **use}]))
             n += 1
             data: dict[str, Any] = {"stdout": output, "stderr": "", "interrupted": False}
             if place in ("write content", "edit"):
-                data = {"type": "update", "filePath": use["input"]["file_path"], "content": text,
-                        "newString": text, "originalFile": "X = 1\n" + text}
-            recs.append(_rec("user", sid, n, [{"type": "tool_result", "tool_use_id": tid, "content": output,
-                                              "is_error": failed and place in ("bash command", "tool output")}],
-                             toolUseResult=data))
+                data = {
+                    "type": "update",
+                    "filePath": use["input"]["file_path"],
+                    "content": text,
+                    "newString": text,
+                    "originalFile": "X = 1\n" + text,
+                }
+            recs.append(
+                _rec(
+                    "user",
+                    sid,
+                    n,
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": tid,
+                            "content": output,
+                            "is_error": failed and place in ("bash command", "tool output"),
+                        }
+                    ],
+                    toolUseResult=data,
+                )
+            )
         n += 1
     recs.append(_rec("assistant", sid, n, [{"type": "text", "text": "All set."}]))
     return recs
@@ -139,10 +164,15 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     finally:
         memory.close()
         mp.undo()
-    return {"cases": cases, "summaries": summaries, "state": state,
-            "state_files": " ".join(str(p.relative_to(root)) for p in state_files), "layer": layer,
-            "searched": "\n".join(searched),
-            "report": report + recall_state}
+    return {
+        "cases": cases,
+        "summaries": summaries,
+        "state": state,
+        "state_files": " ".join(str(p.relative_to(root)) for p in state_files),
+        "layer": layer,
+        "searched": "\n".join(searched),
+        "report": report + recall_state,
+    }
 
 
 def _leaks(cases: list[tuple[str, str, str]], text: str) -> list[str]:

@@ -193,8 +193,11 @@ def test_all_terms_tier_ignores_stop_words(root):
     """A long reply holding every common word of the question does not outrank the short line that holds
     its content words."""
     filler = " ".join(["what is the plan for my project and how is it going"] * 20)
-    write(root, "sessions/compressed/2026/2026-03-05-eeee5555-long.md",
-          f"---\nstarted: 2026-03-05\n---\n# Long\n\n{filler} deadline\n\nThe sprint deadline is March 29.\n")
+    write(
+        root,
+        "sessions/compressed/2026/2026-03-05-eeee5555-long.md",
+        f"---\nstarted: 2026-03-05\n---\n# Long\n\n{filler} deadline\n\nThe sprint deadline is March 29.\n",
+    )
     m = Memory(root, embedder=False)
     m.index()
     hits = m.search_exact("what is my sprint deadline", k=3)
@@ -204,8 +207,12 @@ def test_all_terms_tier_ignores_stop_words(root):
 
 def test_index_line_comes_after_the_content_it_points_to(root):
     """MEMORY.md lists topics by title; a literal found both there and in the topic answers from the topic."""
-    write(root, "topics/cases.md", "---\ntitle: Support::Case states\n---\n# Support::Case states\n\n"
-          "The Support::Case model has a number of states, from open to resolved.\n")
+    write(
+        root,
+        "topics/cases.md",
+        "---\ntitle: Support::Case states\n---\n# Support::Case states\n\n"
+        "The Support::Case model has a number of states, from open to resolved.\n",
+    )
     index = (root / "MEMORY.md").read_text(encoding="utf-8")
     write(root, "MEMORY.md", index + "\n- [Support::Case states](topics/cases.md)\n")
     m = Memory(root, embedder=False)

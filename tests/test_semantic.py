@@ -95,8 +95,11 @@ def test_topic_outranks_a_session_saying_the_same(tmp_path: Path, minilm: MiniLM
     init_root(root)
     said = "The staging deploy runs every Friday at noon from the release branch."
     # the session is newer and says the same thing; the curated topic still wins
-    write(root, "sessions/compressed/2026/2026-11-20-aaaa1111-deploy.md",
-          f"---\nstarted: 2026-11-20\n---\n# Deploy\n\n{said}\n")
+    write(
+        root,
+        "sessions/compressed/2026/2026-11-20-aaaa1111-deploy.md",
+        f"---\nstarted: 2026-11-20\n---\n# Deploy\n\n{said}\n",
+    )
     write(root, "topics/deploy.md", f"---\ntitle: Deploy\nupdated: 2025-01-01\n---\n# Deploy\n\n{said}\n")
     m = Memory(root, embedder=minilm)
     m.index()
@@ -182,8 +185,11 @@ def test_repository_memory_paraphrase(minilm: MiniLMEmbedder):
 def test_the_passage_next_to_a_match_rises_with_it(tmp_path: Path):
     root = tmp_path / "m"
     init_root(root)
-    write(root, "topics/printer.md",
-          "# Printer\n\nWhich port does the Moonraker dashboard listen on?\n\nIt answers on 7125, behind nginx.\n")
+    write(
+        root,
+        "topics/printer.md",
+        "# Printer\n\nWhich port does the Moonraker dashboard listen on?\n\nIt answers on 7125, behind nginx.\n",
+    )
     for i in range(6):
         write(root, f"topics/other{i}.md", f"# Other {i}\n\nThe build answers on port {8000 + i} behind nginx.\n")
     m = Memory(root, embedder=FakeEmbedder())
@@ -232,7 +238,7 @@ def printer_memory(tmp_path: Path, minilm: MiniLMEmbedder):
 
 
 def test_paraphrase_beats_common_words_matching_everywhere(printer_memory: Memory):
-    """"3d" and "printer" are in every chunk's title; the keyword signal they make must not outrank the
+    """ "3d" and "printer" are in every chunk's title; the keyword signal they make must not outrank the
     clear semantic answer (the belt line), and the literal IP still finds its own line."""
     hits, _ = printer_memory.search_memory("how tight is the drive strap on the 3D printer", k=3)
     assert "belt tension" in hits[0].text, [h.text for h in hits]

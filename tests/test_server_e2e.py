@@ -99,8 +99,11 @@ def test_help_documents_commands(argv, capsys):
 async def every_tool_refuses(session, *needles: str) -> None:
     """Every tool answers with a tool error holding each of `needles`."""
     calls = {
-        "search_memory": {"query": "belt"}, "search_exact": {"query": "belt"}, "read_memory": {"path": "MEMORY.md"},
-        "list_topics": {}, "memory_status": {},
+        "search_memory": {"query": "belt"},
+        "search_exact": {"query": "belt"},
+        "read_memory": {"path": "MEMORY.md"},
+        "list_topics": {},
+        "memory_status": {},
     }
     tools = {t.name for t in (await session.list_tools()).tools}
     assert tools == EXPECTED_TOOLS
@@ -218,8 +221,17 @@ def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
             assert "note" not in got, "indexing is over: nothing to explain"
             assert len(got["hits"]) >= 3
             for hit in got["hits"]:
-                assert set(hit) <= {"path", "start_line", "end_line", "layer", "date", "score", "heading", "text",
-                                    "match"}
+                assert set(hit) <= {
+                    "path",
+                    "start_line",
+                    "end_line",
+                    "layer",
+                    "date",
+                    "score",
+                    "heading",
+                    "text",
+                    "match",
+                }
                 assert "title" not in hit and hit["path"] in got["titles"]
             scores = [h["score"] for h in got["hits"]]
             assert scores == sorted(scores, reverse=True), scores
@@ -274,8 +286,14 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
 
 
 RANKING_QUERIES = [
-    "how do several servers share one index safely?", "chroma lock", "what was decided about ranking", "hooks",
-    "read only root", "dream proposal review", "test suite shared data", "compress transcripts",
+    "how do several servers share one index safely?",
+    "chroma lock",
+    "what was decided about ranking",
+    "hooks",
+    "read only root",
+    "dream proposal review",
+    "test suite shared data",
+    "compress transcripts",
 ]
 
 
@@ -315,14 +333,34 @@ def test_a_default_answer_fits_the_token_budget(tmp_path: Path):
 
     root = tmp_path / "memory"
     init_root(root)
-    subjects = ["pulley", "stepper", "hotend", "extruder", "bed mesh", "fan duct", "probe", "gantry", "nozzle",
-                "thermistor", "idler", "frame", "spool", "enclosure", "firmware"]
+    subjects = [
+        "pulley",
+        "stepper",
+        "hotend",
+        "extruder",
+        "bed mesh",
+        "fan duct",
+        "probe",
+        "gantry",
+        "nozzle",
+        "thermistor",
+        "idler",
+        "frame",
+        "spool",
+        "enclosure",
+        "firmware",
+    ]
     for n in range(30):  # different passages (near-duplicates would be dropped), each far over one hit's share
-        paragraph = " ".join(f"Widget calibration of the {subjects[(n + i) % len(subjects)]} ({n}.{i}) tightens "
-                             f"the belt to {100 + n + i} Hz." for i in range(24))
+        paragraph = " ".join(
+            f"Widget calibration of the {subjects[(n + i) % len(subjects)]} ({n}.{i}) tightens "
+            f"the belt to {100 + n + i} Hz."
+            for i in range(24)
+        )
         (root / "topics" / f"widget-{n:02d}.md").write_text(
             f"---\ntitle: Widget {n}\nupdated: 2026-03-{n % 28 + 1:02d}\n---\n# Widget {n}\n\n## Calibration\n\n"
-            f"{paragraph}\n", encoding="utf-8")
+            f"{paragraph}\n",
+            encoding="utf-8",
+        )
 
     async def main() -> None:
         async with connect(root) as s:

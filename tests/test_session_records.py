@@ -48,9 +48,13 @@ class Session:
     def _rec(self, rtype: str, message: dict[str, Any] | None = None, **extra: Any) -> None:
         self.n += 1
         rec: dict[str, Any] = {
-            "type": rtype, "sessionId": "0f0f0f0f-1111-2222-3333-444444444444", "cwd": "/work/app",
-            "uuid": f"u{self.n}", "timestamp": f"2026-02-01T10:{self.n // 60:02d}:{self.n % 60:02d}Z",
-            "version": "2.1.33", **extra,
+            "type": rtype,
+            "sessionId": "0f0f0f0f-1111-2222-3333-444444444444",
+            "cwd": "/work/app",
+            "uuid": f"u{self.n}",
+            "timestamp": f"2026-02-01T10:{self.n // 60:02d}:{self.n % 60:02d}Z",
+            "version": "2.1.33",
+            **extra,
         }
         if message is not None:
             rec["message"] = message
@@ -66,8 +70,14 @@ class Session:
 
     def tool(self, name: str, args: dict[str, Any], result: str, *, error: bool = False, data: Any = None) -> Session:
         tid = f"toolu_{self.n}"
-        self._rec("assistant", {"role": "assistant", "id": f"m{self.n}",
-                                "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}]})
+        self._rec(
+            "assistant",
+            {
+                "role": "assistant",
+                "id": f"m{self.n}",
+                "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}],
+            },
+        )
         block = {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": error}
         extra = {"toolUseResult": data} if data is not None else {}
         self._rec("user", {"role": "user", "content": [block]}, **extra)
@@ -98,8 +108,12 @@ def section(text: str, heading: str) -> str:
 
 def test_a_rejection_with_feedback_becomes_a_correction(tmp_path: Path) -> None:
     s = Session().user("release the CLI with GoReleaser")
-    s.tool("Edit", {"file_path": "/work/app/.goreleaser.yml", "old_string": "a", "new_string": "b"},
-           REJECTED + "no, GoReleaser has no native app auth, use actions/create-github-app-token", error=True)
+    s.tool(
+        "Edit",
+        {"file_path": "/work/app/.goreleaser.yml", "old_string": "a", "new_string": "b"},
+        REJECTED + "no, GoReleaser has no native app auth, use actions/create-github-app-token",
+        error=True,
+    )
     s.say("Understood, switching to actions/create-github-app-token.")
     path = s.write(tmp_path / "s.jsonl")
 
@@ -107,36 +121,53 @@ def test_a_rejection_with_feedback_becomes_a_correction(tmp_path: Path) -> None:
     assert c.speaker == "user" and c.line == 3 and c.timestamp is not None
     assert c.text.startswith("no, GoReleaser has no native app auth") and ".goreleaser.yml" in c.rejected
     body = section(record(path), "Corrections")
-    assert ("- User: no, GoReleaser has no native app auth, use actions/create-github-app-token "
-            "(line 3, rejecting Edit `.goreleaser.yml`)") in body
+    assert (
+        "- User: no, GoReleaser has no native app auth, use actions/create-github-app-token "
+        "(line 3, rejecting Edit `.goreleaser.yml`)"
+    ) in body
     assert "goreleaser" not in section(record(path), "Files")  # the rejected edit never touched the file
 
 
 def test_an_ask_user_question_answer_appears(tmp_path: Path) -> None:
-    question = {"question": "Where should the generated diagram go?", "header": "Output",
-                "options": [{"label": "docs/generated/"}, {"label": "docs/diagrams/"}], "multiSelect": False}
+    question = {
+        "question": "Where should the generated diagram go?",
+        "header": "Output",
+        "options": [{"label": "docs/generated/"}, {"label": "docs/diagrams/"}],
+        "multiSelect": False,
+    }
     s = Session().user("the diagram test writes into the repo root, fix it")
-    s.tool("AskUserQuestion", {"questions": [question]},
-           'User has answered your questions: "Where should the generated diagram go?"="docs/generated/".',
-           data={"questions": [question], "answers": {"Where should the generated diagram go?": "docs/generated/"}})
+    s.tool(
+        "AskUserQuestion",
+        {"questions": [question]},
+        'User has answered your questions: "Where should the generated diagram go?"="docs/generated/".',
+        data={"questions": [question], "answers": {"Where should the generated diagram go?": "docs/generated/"}},
+    )
     path = s.write(tmp_path / "s.jsonl")
 
     (qa,) = read_session_events(path).questions
     assert (qa.question, qa.answer, qa.question_line, qa.line) == (
-        "Where should the generated diagram go?", "docs/generated/", 2, 3)
+        "Where should the generated diagram go?",
+        "docs/generated/",
+        2,
+        3,
+    )
     assert section(record(path), "Questions and answers") == (
         "\n- Assistant asked: Where should the generated diagram go? (line 2)\n"
-        "- User answered: docs/generated/ (line 3)\n")
+        "- User answered: docs/generated/ (line 3)\n"
+    )
 
 
 def test_a_go_fail_line_is_chosen_over_run_lines(tmp_path: Path) -> None:
-    output = ("Exit code 1\n=== RUN   TestParse\n=== RUN   TestParse/empty\n"
-              "    parse_test.go:41: got 2 items, want 0\n--- FAIL: TestParse (0.00s)\n"
-              "    --- FAIL: TestParse/empty (0.00s)\nFAIL\nFAIL\tgithub.com/x/app\t0.2s\n")
+    output = (
+        "Exit code 1\n=== RUN   TestParse\n=== RUN   TestParse/empty\n"
+        "    parse_test.go:41: got 2 items, want 0\n--- FAIL: TestParse (0.00s)\n"
+        "    --- FAIL: TestParse/empty (0.00s)\nFAIL\nFAIL\tgithub.com/x/app\t0.2s\n"
+    )
     s = Session().user("make the parser accept empty input")
     s.bash("go test ./...", output, error=True)
-    s.tool("Edit", {"file_path": "/work/app/parse.go", "old_string": "if len(s) < 0 {", "new_string": "if s == \"\" {"},
-           "ok")
+    s.tool(
+        "Edit", {"file_path": "/work/app/parse.go", "old_string": "if len(s) < 0 {", "new_string": 'if s == "" {'}, "ok"
+    )
     s.bash("go test ./...", "ok  \tgithub.com/x/app\t0.2s")
     path = s.write(tmp_path / "s.jsonl")
 
@@ -145,7 +176,7 @@ def test_a_go_fail_line_is_chosen_over_run_lines(tmp_path: Path) -> None:
     assert f.fixed_line == 6 and [x.action for x in f.fix] == ["edit"] and "parse.go" in f.fix[0].text
     errors = section(record(path), "Errors and fixes")
     assert "--- FAIL: TestParse" in errors and "=== RUN" not in errors
-    assert "passed at line 6 after: `parse.go`: `if len(s) < 0 {` -> `if s == \"\" {`" in errors
+    assert 'passed at line 6 after: `parse.go`: `if len(s) < 0 {` -> `if s == "" {`' in errors
 
 
 def test_error_lines_prefer_the_informative_line() -> None:
@@ -162,7 +193,8 @@ def test_an_ide_tag_never_reaches_the_title(tmp_path: Path) -> None:
     s = Session().user(
         "<ide_opened_file>The user opened the file /work/app/explain.go in the IDE. This may or may not be related."
         "</ide_opened_file><ide_selection>The user selected lines 1-9 of explain.go</ide_selection>"
-        "rename explain to describe everywhere")
+        "rename explain to describe everywhere"
+    )
     s.user("<command-message>review</command-message>\n<command-name>/review</command-name>")
     s.user("You are an expert code reviewer. Review the diff for bugs.")  # the command's expansion
     s.say("Renamed.")
@@ -174,8 +206,10 @@ def test_an_ide_tag_never_reaches_the_title(tmp_path: Path) -> None:
 
 
 def test_an_accepted_plan_is_titled_by_its_heading(tmp_path: Path) -> None:
-    s = Session().user("Implement the following plan:\n\n# Plan: Use `mise run lint` in CI\n\n## Context\n\nCI runs "
-                       "golangci-lint directly.")
+    s = Session().user(
+        "Implement the following plan:\n\n# Plan: Use `mise run lint` in CI\n\n## Context\n\nCI runs "
+        "golangci-lint directly."
+    )
     s.bash("gh pr view --json number -q .number", "172").bash("gh api repos/x/y/pulls/172/comments", "[]")
     s.bash("gh api repos/x/y/pulls/comments/1/replies -f body=done", "{}").say("Done.")
     text = record(s.write(tmp_path / "s.jsonl"))
@@ -201,10 +235,12 @@ def test_a_what_if_is_not_a_decision(tmp_path: Path) -> None:
 
 
 def test_a_compaction_summary_is_included(tmp_path: Path) -> None:
-    summary = ("This session is being continued from a previous conversation that ran out of context. The summary "
-               "below covers the earlier portion of the conversation.\n\nAnalysis:\nLet me trace it.\n\nSummary:\n"
-               "1. Primary Request and Intent:\n   The user wants the flaky checkpoint test fixed.\n\n"
-               "2. Key Technical Concepts:\n   - go-git\n\n7. Pending Tasks:\n   - Remove debug hooks\n")
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context. The summary "
+        "below covers the earlier portion of the conversation.\n\nAnalysis:\nLet me trace it.\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   The user wants the flaky checkpoint test fixed.\n\n"
+        "2. Key Technical Concepts:\n   - go-git\n\n7. Pending Tasks:\n   - Remove debug hooks\n"
+    )
     s = Session().user("fix the flaky checkpoint test").say("Looking.")
     s._rec("system", subtype="compact_boundary", content="Conversation compacted")
     s.user(summary, isCompactSummary=True)
@@ -219,12 +255,16 @@ def test_a_compaction_summary_is_included(tmp_path: Path) -> None:
 
 
 def test_commits_are_recorded(tmp_path: Path) -> None:
-    heredoc = ('git add -A && git commit -m "$(cat <<\'EOF\'\nFix deferred condensation on TurnEnd\n\n'
-               "The turn-end handler ignored the actions.\nEOF\n)\" && git push")
+    heredoc = (
+        "git add -A && git commit -m \"$(cat <<'EOF'\nFix deferred condensation on TurnEnd\n\n"
+        'The turn-end handler ignored the actions.\nEOF\n)" && git push'
+    )
     assert commit_messages(heredoc) == [
-        "Fix deferred condensation on TurnEnd\n\nThe turn-end handler ignored the actions."]
+        "Fix deferred condensation on TurnEnd\n\nThe turn-end handler ignored the actions."
+    ]
     assert commit_messages("git commit -am 'Bump version' -m 'second paragraph'") == [
-        "Bump version\n\nsecond paragraph"]
+        "Bump version\n\nsecond paragraph"
+    ]
     s = Session().user("commit and push").bash(heredoc, "[main abc123] Fix deferred condensation on TurnEnd")
     path = s.write(tmp_path / "s.jsonl")
     (c,) = read_session_events(path).commits
@@ -235,11 +275,14 @@ def test_commits_are_recorded(tmp_path: Path) -> None:
 def test_what_mcp_tools_changed_elsewhere_is_recorded(tmp_path: Path) -> None:
     s = Session().user("log a linear issue for the gc problem")
     s.tool("mcp__linear-server__list_projects", {"query": "Troy"}, '{"projects": []}')
-    s.tool("mcp__linear-server__create_issue", {"title": "Run git gc at safe points", "team": "Entire",
-                                                "description": "long text", "priority": 3},
-           '{"id": "1879e1f3-c444-45fa-9e5b-ae644e57f599", "identifier": "ENT-241", "title": "Run git gc"}')
-    s.tool("mcp__linear-server__update_issue", {"id": "ENT-241", "description": "more"}, REJECTED + "not yet",
-           error=True)
+    s.tool(
+        "mcp__linear-server__create_issue",
+        {"title": "Run git gc at safe points", "team": "Entire", "description": "long text", "priority": 3},
+        '{"id": "1879e1f3-c444-45fa-9e5b-ae644e57f599", "identifier": "ENT-241", "title": "Run git gc"}',
+    )
+    s.tool(
+        "mcp__linear-server__update_issue", {"id": "ENT-241", "description": "more"}, REJECTED + "not yet", error=True
+    )
     s.tool("mcp__linear-server__update_issue", {"id": "ENT-241", "state": "Cancelled"}, '{"identifier": "ENT-241"}')
     body = section(record(s.write(tmp_path / "s.jsonl")), "Actions in other tools")
     assert body.strip().splitlines() == [
@@ -250,9 +293,12 @@ def test_what_mcp_tools_changed_elsewhere_is_recorded(tmp_path: Path) -> None:
 
 def test_harness_errors_are_left_out(tmp_path: Path) -> None:
     s = Session().user("update the readme")
-    s.tool("Edit", {"file_path": "/work/app/README.md", "old_string": "a", "new_string": "b"},
-           "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
-           error=True)
+    s.tool(
+        "Edit",
+        {"file_path": "/work/app/README.md", "old_string": "a", "new_string": "b"},
+        "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
+        error=True,
+    )
     s.tool("Bash", {"command": "ls"}, "<tool_use_error>Sibling tool call errored</tool_use_error>", error=True)
     s.tool("Bash", {"command": "make docs"}, "[Request interrupted by user for tool use]", error=True)
     s.tool("Write", {"file_path": "/work/app/x.md", "content": "x"}, REJECTED.split(" To tell")[0], error=True)
@@ -266,9 +312,11 @@ def test_harness_errors_are_left_out(tmp_path: Path) -> None:
 
 
 def test_open_items_are_only_unfinished_todos(tmp_path: Path) -> None:
-    todos = [{"content": "Write the parser", "status": "completed", "activeForm": "Writing"},
-             {"content": "Add the fuzz test", "status": "in_progress", "activeForm": "Adding"},
-             {"content": "Update the changelog", "status": "pending", "activeForm": "Updating"}]
+    todos = [
+        {"content": "Write the parser", "status": "completed", "activeForm": "Writing"},
+        {"content": "Add the fuzz test", "status": "in_progress", "activeForm": "Adding"},
+        {"content": "Update the changelog", "status": "pending", "activeForm": "Updating"},
+    ]
     s = Session().user("write the parser").tool("TodoWrite", {"todos": todos}, "ok").say("Parser written.")
     body = section(record(s.write(tmp_path / "s.jsonl")), "Open at the end")
     assert "Write the parser" not in body and "[x]" not in body
@@ -278,8 +326,12 @@ def test_open_items_are_only_unfinished_todos(tmp_path: Path) -> None:
 def test_open_tasks_of_the_task_tools_are_kept(tmp_path: Path) -> None:
     s = Session().user("fix the deferred condensation")
     for n, subject in enumerate(["Add TurnEndHandler", "Write tests for TurnEnd", "Update the docs"], start=1):
-        s.tool("TaskCreate", {"subject": subject, "description": "x"}, f"Task #{n} created successfully: {subject}",
-               data={"task": {"id": str(n), "subject": subject}})
+        s.tool(
+            "TaskCreate",
+            {"subject": subject, "description": "x"},
+            f"Task #{n} created successfully: {subject}",
+            data={"task": {"id": str(n), "subject": subject}},
+        )
     s.tool("TaskUpdate", {"taskId": "1", "status": "completed"}, "Updated task #1 status")
     s.tool("TaskUpdate", {"taskId": "2", "status": "in_progress"}, "Updated task #2 status")
     s.say("Handler added; tests next.")
@@ -290,8 +342,12 @@ def test_open_tasks_of_the_task_tools_are_kept(tmp_path: Path) -> None:
 
 def test_a_long_message_keeps_every_item_it_lists(tmp_path: Path) -> None:
     filler = "It matters because the checkpoint metadata would break and nobody would notice for weeks. " * 2
-    items = ["The JSONLContent function only handles JSON objects.", "In jsonEncodeString we return an empty string.",
-             "Add test coverage for shouldSkipJSONLField.", "Add test coverage for shouldSkipJSONLObject."]
+    items = [
+        "The JSONLContent function only handles JSON objects.",
+        "In jsonEncodeString we return an empty string.",
+        "Add test coverage for shouldSkipJSONLField.",
+        "Add test coverage for shouldSkipJSONLObject.",
+    ]
     s = Session().user("address the review").say("Go ahead.")
     s.user("\n\n".join(f"* {item} {filler}" for item in items)).say("Done.")
     said = section(record(s.write(tmp_path / "s.jsonl")), "What the user said")
@@ -301,12 +357,18 @@ def test_a_long_message_keeps_every_item_it_lists(tmp_path: Path) -> None:
 def test_every_event_says_where_when_and_who(tmp_path: Path) -> None:
     s = Session().user("run the tests")
     s.bash("pytest -q", "Exit code 1\nE   assert 1 == 2\nFAILED t.py::test_x", error=True)
-    s.say("One test fails.").user("Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: boom")
+    s.say("One test fails.").user('Traceback (most recent call last):\n  File "a.py", line 1\nValueError: boom')
     s.say("That is the ValueError from a.py.")
     ev = read_session_events(s.write(tmp_path / "s.jsonl"))
     items = ev.all()
-    assert [e.kind for e in items] == ["user_message", "failure", "closing_reply", "failure", "user_message",
-                                       "closing_reply"]
+    assert [e.kind for e in items] == [
+        "user_message",
+        "failure",
+        "closing_reply",
+        "failure",
+        "user_message",
+        "closing_reply",
+    ]
     assert all(e.line > 0 and e.timestamp is not None and e.speaker in ("user", "assistant", "tool") for e in items)
     pasted = [f for f in ev.failures if f.speaker == "user"]
     assert pasted and pasted[0].error == "ValueError: boom"
@@ -321,8 +383,11 @@ def test_new_files_say_format_2_and_old_files_are_never_rewritten(tmp_path: Path
     path = s.write(tmp_path / "0f0f0f0f-1111-2222-3333-444444444444.jsonl")
     old = root.sessions_dir / "2026" / "2026-02-01-0f0f0f0f-first-request.md"
     old.parent.mkdir(parents=True)
-    old_text = ("---\nsession_id: 0f0f0f0f-1111-2222-3333-444444444444\npart: 1\ntranscript: " + str(path)
-                + "\nlines: [1, 2]\n---\n\n# first request\n")  # a format 1 file: no `format` key
+    old_text = (
+        "---\nsession_id: 0f0f0f0f-1111-2222-3333-444444444444\npart: 1\ntranscript: "
+        + str(path)
+        + "\nlines: [1, 2]\n---\n\n# first request\n"
+    )  # a format 1 file: no `format` key
     old.write_text(old_text, encoding="utf-8")
     s.user("second request").say("Done again.").write(path)
     (new,) = compress_transcript(path, root)
@@ -334,8 +399,12 @@ def test_new_files_say_format_2_and_old_files_are_never_rewritten(tmp_path: Path
 def test_every_line_says_who_said_it(tmp_path: Path) -> None:
     question = {"question": "Which registry?", "options": [{"label": "ghcr"}, {"label": "docker hub"}]}
     s = Session().user("publish the image")
-    s.tool("AskUserQuestion", {"questions": [question]}, '"Which registry?"="ghcr"',
-           data={"answers": {"Which registry?": "ghcr"}})
+    s.tool(
+        "AskUserQuestion",
+        {"questions": [question]},
+        '"Which registry?"="ghcr"',
+        data={"answers": {"Which registry?": "ghcr"}},
+    )
     s.tool("Bash", {"command": "docker push x"}, REJECTED + "tag it with the version first", error=True)
     s.user("from now on, always tag images with the git sha.")
     s.say("I can also add a CI step for that. Want me to add a CI job that pushes on every tag?")
@@ -382,8 +451,10 @@ def test_exploring_is_not_a_decision(tmp_path: Path) -> None:
 
 def test_real_corrections_answers_and_errors_are_kept() -> None:
     text = record(entire("2026-02-06-07d86da7.jsonl"))
-    assert "- User: don't run CI or integration tests, too slow. (line 196, rejecting Bash `mise run test:ci 2>&1`)" \
+    assert (
+        "- User: don't run CI or integration tests, too slow. (line 196, rejecting Bash `mise run test:ci 2>&1`)"
         in section(text, "Corrections")
+    )
     text = record(entire("2026-02-07-d19ec7f9.jsonl"))
     assert "- User answered: docs/generated/ (line 40)" in section(text, "Questions and answers")
     text = record(entire("2026-02-08-23986045.jsonl"))
@@ -399,8 +470,10 @@ def test_real_compaction_summaries_and_commits_are_kept() -> None:
     text = record(entire("2026-02-07-03a1382e.jsonl"))
     actions = section(text, "Actions in other tools")
     assert "create_issue: ENT-242 “Replace go-git worktree.Status() with git CLI" in actions
-    assert "update_issue: ENT-241 “Run git gc at safe points to prevent worktree index corruption” state: Cancelled" \
+    assert (
+        "update_issue: ENT-241 “Run git gc at safe points to prevent worktree index corruption” state: Cancelled"
         in actions
+    )
 
 
 def test_real_records_leave_out_harness_errors_and_stay_small() -> None:
@@ -422,7 +495,8 @@ def test_a_top_level_session_keeps_its_commit_and_claude_codes_title() -> None:
     text = record(path)
     assert "- `Add AI music generation implementations and project setup` (line 8)" in section(text, "Commits")
     assert "- Claude Code: AI Music Generation: Diverse Embedding Mapping (title, line 1)" in section(
-        text, "Claude Code's own summary")
+        text, "Claude Code's own summary"
+    )
     ev = read_session_events(path)  # its one rejection came with no words: neither a correction nor an error
     assert ev.corrections == () and ev.failures == ()
 

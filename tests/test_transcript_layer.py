@@ -83,8 +83,10 @@ def test_a_transcript_that_grows_is_reindexed(project):
     m = Memory(root, embedder=False)
     m.index()
     with open(folder / PUSH, "a") as fh:
-        fh.write('{"type":"user","message":{"role":"user","content":"remember ZANZIBAR_PORT_4410"},'
-                 '"timestamp":"2025-06-10T12:40:00Z","sessionId":"fed8ce56"}\n')
+        fh.write(
+            '{"type":"user","message":{"role":"user","content":"remember ZANZIBAR_PORT_4410"},'
+            '"timestamp":"2025-06-10T12:40:00Z","sessionId":"fed8ce56"}\n'
+        )
     r = m.index()
     assert r.updated == ["transcript:" + PUSH[:-6]]
     assert m.search_exact("ZANZIBAR_PORT_4410", layers=["transcript"])

@@ -68,7 +68,8 @@ def test_every_shared_transcript_parses(path: Path) -> None:
     raw_uses = sum(
         1
         for _, rec in records
-        if isinstance(rec, dict) and isinstance(rec.get("message"), dict)
+        if isinstance(rec, dict)
+        and isinstance(rec.get("message"), dict)
         and isinstance(rec["message"].get("content"), list)
         for b in rec["message"]["content"]
         if isinstance(b, dict) and b.get("type") == "tool_use"
@@ -117,34 +118,48 @@ def write_lines(path: Path, lines: list[bytes | str | dict]) -> Path:
 
 
 def user(text: object, **extra: object) -> dict:
-    return {"type": "user", "sessionId": "s-1", "cwd": "/w", "timestamp": "2026-01-02T03:04:05Z",
-            "message": {"role": "user", "content": text}, **extra}
+    return {
+        "type": "user",
+        "sessionId": "s-1",
+        "cwd": "/w",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": text},
+        **extra,
+    }
 
 
 def assistant(blocks: list, mid: str = "m1", **extra: object) -> dict:
-    return {"type": "assistant", "sessionId": "s-1", "timestamp": "2026-01-02T03:04:06Z",
-            "message": {"id": mid, "role": "assistant", "content": blocks}, **extra}
+    return {
+        "type": "assistant",
+        "sessionId": "s-1",
+        "timestamp": "2026-01-02T03:04:06Z",
+        "message": {"id": mid, "role": "assistant", "content": blocks},
+        **extra,
+    }
 
 
 def test_bad_lines_are_counted_never_raised(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "t.jsonl", [
-        user("first"),
-        b"",
-        b"   ",
-        b"this is not json {",
-        b"[1, 2, 3]",
-        b"42",
-        b'"a string"',
-        b'{ "type" :   "user" ,"message":{ "role":"user",  "content" : "spaced out" } }',
-        b'{"type": "user", "message": {"role": "user", "content": "caf\xe9 \xff bytes"}}',
-        {"message": {"role": "assistant", "content": "no type field"}},
-        {"type": "some-future-record", "payload": {"x": 1}},
-        {"type": "summary", "summary": "A summary line"},
-        {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"},
-        {"type": "user", "message": "not an object"},
-        {"type": "user", "message": {"role": "user", "content": ["bare string block", {"type": "image"}]}},
-        b"{" * 100000 + b"}" * 100000,
-    ])
+    path = write_lines(
+        tmp_path / "t.jsonl",
+        [
+            user("first"),
+            b"",
+            b"   ",
+            b"this is not json {",
+            b"[1, 2, 3]",
+            b"42",
+            b'"a string"',
+            b'{ "type" :   "user" ,"message":{ "role":"user",  "content" : "spaced out" } }',
+            b'{"type": "user", "message": {"role": "user", "content": "caf\xe9 \xff bytes"}}',
+            {"message": {"role": "assistant", "content": "no type field"}},
+            {"type": "some-future-record", "payload": {"x": 1}},
+            {"type": "summary", "summary": "A summary line"},
+            {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"},
+            {"type": "user", "message": "not an object"},
+            {"type": "user", "message": {"role": "user", "content": ["bare string block", {"type": "image"}]}},
+            b"{" * 100000 + b"}" * 100000,
+        ],
+    )
     t = parse_transcript(path)
     assert t.bad_lines == [4, 5, 6, 7, 16]
     assert t.blank_lines == 2
@@ -169,15 +184,24 @@ def test_an_unfinished_last_line_is_left_for_later(tmp_path: Path) -> None:
 
 
 def test_split_api_message_is_merged_and_blocks_are_read(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "t.jsonl", [
-        user("please list files"),
-        assistant([{"type": "thinking", "thinking": "secret plan"}], mid="msg_1"),
-        assistant([{"type": "text", "text": "Listing."}], mid="msg_1"),
-        assistant([{"type": "tool_use", "id": "tu_1", "name": "Bash", "input": {"command": "ls"}}], mid="msg_1"),
-        {"type": "user", "toolUseResult": {"stdout": "a\nb", "stderr": ""},
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "a\nb"}]}},
-        assistant([{"type": "text", "text": "Done."}], mid="msg_2"),
-    ])
+    path = write_lines(
+        tmp_path / "t.jsonl",
+        [
+            user("please list files"),
+            assistant([{"type": "thinking", "thinking": "secret plan"}], mid="msg_1"),
+            assistant([{"type": "text", "text": "Listing."}], mid="msg_1"),
+            assistant([{"type": "tool_use", "id": "tu_1", "name": "Bash", "input": {"command": "ls"}}], mid="msg_1"),
+            {
+                "type": "user",
+                "toolUseResult": {"stdout": "a\nb", "stderr": ""},
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "a\nb"}],
+                },
+            },
+            assistant([{"type": "text", "text": "Done."}], mid="msg_2"),
+        ],
+    )
     t = parse_transcript(path)
     merged = t.messages[1]
     assert (merged.line, merged.end_line) == (2, 4)
@@ -191,14 +215,19 @@ def test_split_api_message_is_merged_and_blocks_are_read(tmp_path: Path) -> None
 
 
 def test_calls_and_results_without_ids_are_paired_in_order(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "t.jsonl", [
-        user("go"),
-        {"type": "tool_use", "name": "bash", "input": {"command": "cat README.md"}},
-        {"type": "tool_result", "name": "bash", "output": "# Title"},
-        assistant([{"type": "tool_use", "name": "bash", "input": {"command": "false"}}], mid=""),
-        {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "boom",
-                                                                    "is_error": True}]}},
-    ])
+    path = write_lines(
+        tmp_path / "t.jsonl",
+        [
+            user("go"),
+            {"type": "tool_use", "name": "bash", "input": {"command": "cat README.md"}},
+            {"type": "tool_result", "name": "bash", "output": "# Title"},
+            assistant([{"type": "tool_use", "name": "bash", "input": {"command": "false"}}], mid=""),
+            {
+                "type": "user",
+                "message": {"role": "user", "content": [{"type": "tool_result", "content": "boom", "is_error": True}]},
+            },
+        ],
+    )
     t = parse_transcript(path)
     uses = [u for m in t.messages for u in m.tool_uses]
     assert [t.result_of(u).text for u in uses] == ["# Title", "boom"]
@@ -258,8 +287,10 @@ def test_noise_is_not_a_request(text: str) -> None:
 
 def test_what_counts_as_a_request() -> None:
     assert request_text(msg("fix the login bug")) == ("fix the login bug", True)
-    orchestrate = "<command-message>x is running…</command-message>\n<command-name>/orchestrator</command-name>\n" \
-                  "<command-args>create TODO app</command-args>"
+    orchestrate = (
+        "<command-message>x is running…</command-message>\n<command-name>/orchestrator</command-name>\n"
+        "<command-args>create TODO app</command-args>"
+    )
     assert request_text(msg(orchestrate)) == ("/orchestrator create TODO app", True)
     assert request_text(msg("<command-name>/init</command-name>")) == ("/init", False)
     assert request_text(msg("expanded prompt", is_meta=True)) is None

@@ -52,8 +52,9 @@ def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> N
 
 def common_options(f: F) -> F:
     """--root and -v/--verbose, accepted by the group and by every command."""
-    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose,
-                     help="log more (to stderr)")(f)
+    f = click.option(
+        "-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose, help="log more (to stderr)"
+    )(f)
     f = click.option("--root", metavar="DIR", expose_value=False, callback=_remember_root, help=ROOT_HELP)(f)
     return f
 
@@ -134,8 +135,10 @@ def describe_sqlite_error(exc: Exception) -> str:
     if "full" in text:
         return f"the index database could not be written ({text}); the disk is full: free some space, then run again"
     if "readonly" in text or "read-only" in text:
-        return (f"the index database could not be written ({text}); the memory root's .memory/ folder is "
-                "read-only: run the command where it can be written")
+        return (
+            f"the index database could not be written ({text}); the memory root's .memory/ folder is "
+            "read-only: run the command where it can be written"
+        )
     return f"the index database failed ({text}); run `memory-server index --rebuild` to remake it from the files"
 
 
@@ -153,8 +156,9 @@ def run(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=LOG_FORMAT)
     try:
         try:
-            result = group.main(args=list(argv) if argv is not None else None, prog_name=prog_name,
-                                standalone_mode=False)
+            result = group.main(
+                args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=False
+            )
             sys.stdout.flush()
         except click.exceptions.Exit as exc:
             return exc.exit_code

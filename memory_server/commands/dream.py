@@ -41,8 +41,9 @@ def _hunks(_ctx: click.Context, _param: click.Parameter, text: str | None) -> li
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="print as JSON")
-hunks_option = click.option("--hunks", metavar="N,M", callback=_hunks,
-                            help="only these hunks (default: every pending one)")
+hunks_option = click.option(
+    "--hunks", metavar="N,M", callback=_hunks, help="only these hunks (default: every pending one)"
+)
 
 
 @click.group(
@@ -71,17 +72,21 @@ def status(as_json: bool) -> None:
         echo_json(info)
         return
     click.echo(info["reason"])
-    click.echo(f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
-               f"last dream: {info['last_dream_utc']}")
+    click.echo(
+        f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
+        f"last dream: {info['last_dream_utc']}"
+    )
     for p in info["proposals_to_review"]:
         hunks = ", ".join(map(str, p["pending_hunks"]))
         click.echo(f"to review: {p['id']} (hunks {hunks}): memory-server dream show {p['id']}")
 
 
-@dream.command(help="Write the evidence pack of the sessions no dream has read to dreams/evidence.md (the "
-               "person's requests, corrections and answers, commits, failures with their fix, closing replies, and "
-               "the topic lines they touch; each with its reference and date, redacted, bounded) and print where "
-               "it is and its size. Changes no topic or session.")
+@dream.command(
+    help="Write the evidence pack of the sessions no dream has read to dreams/evidence.md (the "
+    "person's requests, corrections and answers, commits, failures with their fix, closing replies, and "
+    "the topic lines they touch; each with its reference and date, redacted, bounded) and print where "
+    "it is and its size. Changes no topic or session."
+)
 @click.option("--print", "to_stdout", is_flag=True, help="also print the pack itself")
 @json_option
 @common_options
@@ -91,10 +96,16 @@ def gather(to_stdout: bool, as_json: bool) -> None:
     done = gather_pack(dream_root())
     if as_json:
         pack = done.pack
-        echo_json({"path": done.path, "sessions": [s.path for s in pack.sessions] if pack else [],
-                   "tokens": pack.tokens if pack else 0, "left_out": pack.left_out if pack else {},
-                   "waiting": pack.waiting if pack else 0,
-                   "message": done.message})
+        echo_json(
+            {
+                "path": done.path,
+                "sessions": [s.path for s in pack.sessions] if pack else [],
+                "tokens": pack.tokens if pack else 0,
+                "left_out": pack.left_out if pack else {},
+                "waiting": pack.waiting if pack else 0,
+                "message": done.message,
+            }
+        )
         return
     click.echo(done.message)
     if to_stdout and done.pack is not None:
@@ -102,11 +113,13 @@ def gather(to_stdout: bool, as_json: bool) -> None:
         click.echo(done.pack.text)
 
 
-@dream.command(help="Verify proposal items (JSON, written after reading `dream gather`'s pack; the schema is in "
-               "the /dream skill and `--schema` prints it; `-` reads them from stdin) against the sessions, and "
-               "render dreams/<id>/"
-               "proposal.diff and REPORT.md. Every quote must be at its reference; a refused item is named with "
-               "the reason, and then nothing is written (fix the items and run it again). Never changes topics/.")
+@dream.command(
+    help="Verify proposal items (JSON, written after reading `dream gather`'s pack; the schema is in "
+    "the /dream skill and `--schema` prints it; `-` reads them from stdin) against the sessions, and "
+    "render dreams/<id>/"
+    "proposal.diff and REPORT.md. Every quote must be at its reference; a refused item is named with "
+    "the reason, and then nothing is written (fix the items and run it again). Never changes topics/."
+)
 @click.argument("items_file", metavar="ITEMS.json", required=False, type=click.Path(dir_okay=False))
 @click.option("--drop-refused", is_flag=True, help="write the proposal from the items that pass, listing the others")
 @click.option("--redo", metavar="ID", help="read the sessions of proposal ID again (it is superseded by this one)")
@@ -114,8 +127,9 @@ def gather(to_stdout: bool, as_json: bool) -> None:
 @click.option("--schema", "show_schema", is_flag=True, help="print the JSON schema of an items file and stop")
 @json_option
 @common_options
-def propose(items_file: str | None, drop_refused: bool, redo: str | None, keyword_only: bool, show_schema: bool,
-            as_json: bool) -> None:
+def propose(
+    items_file: str | None, drop_refused: bool, redo: str | None, keyword_only: bool, show_schema: bool, as_json: bool
+) -> None:
     from memory_server.dream.items import SCHEMA
 
     if show_schema:
@@ -162,9 +176,20 @@ def _memory_for_placement() -> Any:
 
 def _print_result(result: Any, as_json: bool) -> None:
     if as_json:
-        echo_json({"id": result.id, "folder": result.folder, "sessions": result.sessions, "hunks": result.hunks,
-                   "files": result.files, "refusals": result.refusals, "held_back": result.held_back,
-                   "changes": result.changes, "notes": result.notes, "message": result.message})
+        echo_json(
+            {
+                "id": result.id,
+                "folder": result.folder,
+                "sessions": result.sessions,
+                "hunks": result.hunks,
+                "files": result.files,
+                "refusals": result.refusals,
+                "held_back": result.held_back,
+                "changes": result.changes,
+                "notes": result.notes,
+                "message": result.message,
+            }
+        )
         return
     click.echo(result.message)
     for note in result.notes:
@@ -175,10 +200,12 @@ def _print_result(result: Any, as_json: bool) -> None:
         click.echo(f"  waiting for the next proposal: {statement}")
 
 
-@dream.command(help="A pass without an agent over the sessions no dream has read: only what needs no judgement "
-               "of meaning (errors repeated in two or more sessions with the fix of one of them, knowledge gaps, "
-               "stale topics). Writes dreams/<id>/ and never rewrites a topic line. One at a time: a second run "
-               "waits briefly, then stops.")
+@dream.command(
+    help="A pass without an agent over the sessions no dream has read: only what needs no judgement "
+    "of meaning (errors repeated in two or more sessions with the fix of one of them, knowledge gaps, "
+    "stale topics). Writes dreams/<id>/ and never rewrites a topic line. One at a time: a second run "
+    "waits briefly, then stops."
+)
 @click.option("--redo", metavar="ID", help="read the sessions of proposal ID again (after its targets changed)")
 @json_option
 @common_options
@@ -188,8 +215,10 @@ def run(redo: str | None, as_json: bool) -> None:
     _print_result(run_dream(dream_root(), redo=redo), as_json)
 
 
-@dream.command(help="Show a proposal (default: the newest with hunks to review): its hunks, whether it still "
-               "applies, and its diff.")
+@dream.command(
+    help="Show a proposal (default: the newest with hunks to review): its hunks, whether it still "
+    "applies, and its diff."
+)
 @click.argument("proposal_id", metavar="[ID]", required=False)
 @json_option
 @common_options
@@ -230,9 +259,11 @@ def _review(action: str, proposal_id: str | None, hunks: list[int] | None, as_js
         click.echo(f"rejected hunk(s) {done} of {result['id']}; they will not be proposed again")
 
 
-@dream.command(help="Apply the hunks of a proposal (default: the newest with hunks to review) to topics/ and "
-               "MEMORY.md, all or nothing. Refuses when a target "
-               "changed since the proposal was made. Hunks that belong together are applied together.")
+@dream.command(
+    help="Apply the hunks of a proposal (default: the newest with hunks to review) to topics/ and "
+    "MEMORY.md, all or nothing. Refuses when a target "
+    "changed since the proposal was made. Hunks that belong together are applied together."
+)
 @click.argument("proposal_id", metavar="[ID]", required=False)
 @hunks_option
 @json_option
@@ -241,9 +272,11 @@ def apply(proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> No
     _review("apply", proposal_id, hunks, as_json)
 
 
-@dream.command(help="Reject the hunks of a proposal (default: the newest with hunks to review); their changes "
-               "are remembered and never proposed again. Hunks "
-               "that belong together are rejected together.")
+@dream.command(
+    help="Reject the hunks of a proposal (default: the newest with hunks to review); their changes "
+    "are remembered and never proposed again. Hunks "
+    "that belong together are rejected together."
+)
 @click.argument("proposal_id", metavar="[ID]", required=False)
 @hunks_option
 @json_option

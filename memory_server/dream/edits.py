@@ -112,8 +112,14 @@ def lesson_lines(item: ProposalItem, sessions: list[str], eol: str) -> list[str]
     error = next(q for q in item.evidence if q.role == "error")
     fix = next(q for q in item.evidence if q.role == "fix")
     seen = ", ".join(f"`{s}`" for s in sessions)
-    return [eol, f"## {item.statement}{eol}", eol, f"- Mistake: {code_span(error.quote)} (`{error.ref}`){eol}",
-            f"- Fix: {code_span(fix.quote)} (`{fix.ref}`){eol}", f"- Seen in: {seen}{eol}"]
+    return [
+        eol,
+        f"## {item.statement}{eol}",
+        eol,
+        f"- Mistake: {code_span(error.quote)} (`{error.ref}`){eol}",
+        f"- Fix: {code_span(fix.quote)} (`{fix.ref}`){eol}",
+        f"- Seen in: {seen}{eol}",
+    ]
 
 
 def code_span(text: str) -> str:
@@ -132,8 +138,14 @@ def _new_topic(item: ProposalItem, date: str) -> list[str]:
     return split_keep(head)
 
 
-def build_changes(items: list[ProposalItem], sections: dict[str, str], lesson_sessions: dict[str, list[str]],
-                  topics: dict[str, TopicFile], memory_md: TopicFile | None, date: str) -> dict[str, FileChange]:
+def build_changes(
+    items: list[ProposalItem],
+    sections: dict[str, str],
+    lesson_sessions: dict[str, list[str]],
+    topics: dict[str, TopicFile],
+    memory_md: TopicFile | None,
+    date: str,
+) -> dict[str, FileChange]:
     """Edits per file for `items` (each edit carries its item's fingerprint). `sections`: fingerprint -> the
     section an item without one was placed in; `lesson_sessions`: fingerprint -> the sessions a lesson shows in."""
     changes: dict[str, FileChange] = {}

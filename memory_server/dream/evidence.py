@@ -42,10 +42,17 @@ CACHE_VERSION = 1
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(.*\S)\s*$")
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 FIX_SPLIT = re.compile(
-    r"\s+(?:→|->|=>|—)\s+(?:fixed(?: by| with|:)?\s*)?|\s*[—;,.]?\s*\bfixed(?: by| with)?:?\s+", re.I)
+    r"\s+(?:→|->|=>|—)\s+(?:fixed(?: by| with|:)?\s*)?|\s*[—;,.]?\s*\bfixed(?: by| with)?:?\s+", re.I
+)
 SECTION_KINDS = {
-    "requests": "request", "corrections": "correction", "questions": "answer", "answers": "answer",
-    "commits": "commit", "decisions": "statement", "goal": "request", "open at the end": "statement",
+    "requests": "request",
+    "corrections": "correction",
+    "questions": "answer",
+    "answers": "answer",
+    "commits": "commit",
+    "decisions": "statement",
+    "goal": "request",
+    "open at the end": "statement",
 }
 
 
@@ -132,8 +139,12 @@ def from_transcript(rel: str, transcript: Path) -> SessionEvidence:
     base = f"transcript:{transcript.stem}"
     out = SessionEvidence(rel, "transcript", base, _date(ev.started), _ts(ev.started))
     kinds: list[tuple[str, Any]] = [
-        ("request", ev.user_messages), ("correction", ev.corrections), ("answer", ev.questions),
-        ("commit", ev.commits), ("closing", ev.closing_replies), ("summary", ev.summaries),
+        ("request", ev.user_messages),
+        ("correction", ev.corrections),
+        ("answer", ev.questions),
+        ("commit", ev.commits),
+        ("closing", ev.closing_replies),
+        ("summary", ev.summaries),
     ]
     for kind, events in kinds:
         for e in events:
@@ -141,17 +152,43 @@ def from_transcript(rel: str, transcript: Path) -> SessionEvidence:
                 continue
             text = _clean(e.text)
             if text:
-                out.items.append(Item(f"{base}:{e.line}", e.line, _date(e.timestamp) or out.date, _ts(e.timestamp),
-                                      kind, e.speaker, text))
+                out.items.append(
+                    Item(
+                        f"{base}:{e.line}",
+                        e.line,
+                        _date(e.timestamp) or out.date,
+                        _ts(e.timestamp),
+                        kind,
+                        e.speaker,
+                        text,
+                    )
+                )
     for f in ev.failures:
         steps = tuple(
-            Item(f"{base}:{s.line}", s.line, _date(s.timestamp) or out.date, _ts(s.timestamp), "fix", "assistant",
-                 _clean(s.text))
+            Item(
+                f"{base}:{s.line}",
+                s.line,
+                _date(s.timestamp) or out.date,
+                _ts(s.timestamp),
+                "fix",
+                "assistant",
+                _clean(s.text),
+            )
             for s in f.fix
         )
         error = _clean(f.error)
-        out.failures.append(FailureItem(f"{base}:{f.line}", f.line, _date(f.timestamp) or out.date,
-                                        _ts(f.timestamp), error, normalise_error(error), _clean(f.target), steps))
+        out.failures.append(
+            FailureItem(
+                f"{base}:{f.line}",
+                f.line,
+                _date(f.timestamp) or out.date,
+                _ts(f.timestamp),
+                error,
+                normalise_error(error),
+                _clean(f.target),
+                steps,
+            )
+        )
     out.items.sort(key=lambda i: (i.line, i.kind))
     return out
 
@@ -246,8 +283,9 @@ def _save_cache(root: MemoryRoot, cache: Path, key: str, ev: SessionEvidence) ->
         log.warning("dream: could not cache the evidence of %s: %s", ev.path, exc)
 
 
-def iter_sessions(root: MemoryRoot, paths: list[str],
-                  settings: Settings) -> Iterator[tuple[str, SessionEvidence | None]]:
+def iter_sessions(
+    root: MemoryRoot, paths: list[str], settings: Settings
+) -> Iterator[tuple[str, SessionEvidence | None]]:
     """(path, its evidence) for each of `paths` in order, read one at a time; None for a path with nothing
     new: unreadable, or a later part of a transcript already read."""
     seen: set[str] = set()

@@ -106,7 +106,9 @@ class GitTree:
         excluded = [f":(exclude){m}" for m in self.memory]
         proc = subprocess.run(
             ["git", "-C", str(self.top), "grep", "-q", "-I", "-F", "-e", text, "--", ".", *excluded],
-            capture_output=True, timeout=60, check=False,
+            capture_output=True,
+            timeout=60,
+            check=False,
         )
         return proc.returncode == 0
 

@@ -60,16 +60,21 @@ SCHEMA: dict[str, Any] = {
                 "target": {
                     "type": "object",
                     "required": ["topic"],
-                    "properties": {"topic": {"type": "string", "pattern": r"^topics/.+\.md$"},
-                                   "section": {"type": "string"}, "title": {"type": "string"},
-                                   "description": {"type": "string"}},
+                    "properties": {
+                        "topic": {"type": "string", "pattern": r"^topics/.+\.md$"},
+                        "section": {"type": "string"},
+                        "title": {"type": "string"},
+                        "description": {"type": "string"},
+                    },
                 },
                 "replaces": {
                     "type": "object",
                     "required": ["lines", "old", "new"],
-                    "properties": {"lines": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                                   "old": {"type": "string", "minLength": 1},
-                                   "new": {"type": "string", "minLength": 1}},
+                    "properties": {
+                        "lines": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        "old": {"type": "string", "minLength": 1},
+                        "new": {"type": "string", "minLength": 1},
+                    },
                 },
                 "evidence": {
                     "type": "array",
@@ -77,8 +82,11 @@ SCHEMA: dict[str, Any] = {
                     "items": {
                         "type": "object",
                         "required": ["ref", "quote"],
-                        "properties": {"ref": {"type": "string"}, "quote": {"type": "string", "minLength": 2},
-                                       "role": {"enum": list(ROLES)}},
+                        "properties": {
+                            "ref": {"type": "string"},
+                            "quote": {"type": "string", "minLength": 2},
+                            "role": {"enum": list(ROLES)},
+                        },
                     },
                 },
             },
@@ -128,8 +136,16 @@ class ProposalItem:
         """The item as an items file holds it (what the agent wrote, else rebuilt from the fields)."""
         if self.raw:
             return self.raw
-        target = {k: v for k, v in (("topic", self.topic), ("section", self.section), ("title", self.title),
-                                    ("description", self.description)) if v}
+        target = {
+            k: v
+            for k, v in (
+                ("topic", self.topic),
+                ("section", self.section),
+                ("title", self.title),
+                ("description", self.description),
+            )
+            if v
+        }
         out: dict[str, Any] = {"kind": self.kind, "statement": self.statement, "stance": self.stance}
         if target:
             out["target"] = target
@@ -170,18 +186,27 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
         raise ValueError(f"{where}: statement must be one line of 3 to 400 characters; it has {len(statement)}")
     target = raw.get("target") or ({"topic": LESSONS} if kind == "lesson" else None)
     if kind != "gap" and not isinstance(target, dict):
-        raise ValueError(f"{where}: target must be an object like {{\"topic\": \"topics/x.md\", \"section\": \"...\"}}")
+        raise ValueError(f'{where}: target must be an object like {{"topic": "topics/x.md", "section": "..."}}')
     target = target or {}
     topic = _text(target, "topic", where)
     if kind != "gap" and not re.fullmatch(r"topics/(?:[\w.-]+/)*[\w.-]+\.md", topic):
         raise ValueError(f"{where}: target.topic must be a path like topics/<name>.md, not {topic!r}")
-    item = ProposalItem(n, _text(raw, "id", where), kind, statement, stance, topic, _text(target, "section", where),
-                        _text(target, "title", where), _text(target, "description", where), raw=dict(raw))
+    item = ProposalItem(
+        n,
+        _text(raw, "id", where),
+        kind,
+        statement,
+        stance,
+        topic,
+        _text(target, "section", where),
+        _text(target, "title", where),
+        _text(target, "description", where),
+        raw=dict(raw),
+    )
     replaces = raw.get("replaces")
     if replaces:
         if not isinstance(replaces, dict) or not isinstance(replaces.get("lines"), list) or not replaces["lines"]:
-            raise ValueError(
-                f"{where}: replaces must be {{\"lines\": [\"topics/x.md:LINE\"], \"old\": ..., \"new\": ...}}")
+            raise ValueError(f'{where}: replaces must be {{"lines": ["topics/x.md:LINE"], "old": ..., "new": ...}}')
         item.replace_lines = [str(x).strip() for x in replaces["lines"]]
         item.old, item.new = _text(replaces, "old", where), _text(replaces, "new", where)
         own = all(REF.match(x) and x.startswith(topic + ":") for x in item.replace_lines)
@@ -191,7 +216,7 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
         raise ValueError(f"{where}: a correction needs `replaces` (the topic lines, the old and the new term)")
     evidence = raw.get("evidence")
     if not isinstance(evidence, list) or not evidence:
-        raise ValueError(f"{where}: evidence must be a non-empty list of {{\"ref\": ..., \"quote\": ...}}")
+        raise ValueError(f'{where}: evidence must be a non-empty list of {{"ref": ..., "quote": ...}}')
     for e in evidence:
         if not isinstance(e, dict):
             raise ValueError(f"{where}: each evidence entry must be an object with ref and quote")
@@ -210,10 +235,11 @@ def load_items(path: str | Path) -> tuple[list[ProposalItem], list[str]]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DreamError(
-            f"cannot read the items file {path} ({exc}); write it as JSON, see `dream propose --schema`") from exc
+            f"cannot read the items file {path} ({exc}); write it as JSON, see `dream propose --schema`"
+        ) from exc
     raw = data.get("items") if isinstance(data, dict) else data
     if not isinstance(raw, list):
-        raise DreamError(f"{path} must hold a list of items, or {{\"items\": [...]}}")
+        raise DreamError(f'{path} must hold a list of items, or {{"items": [...]}}')
     items, refusals = [], []
     for n, entry in enumerate(raw, 1):
         try:

@@ -61,13 +61,26 @@ class ApplyJournal:
     """The journal of one apply (or reject) of proposal `proposal_id`: the `hunks` chosen, and the `meta`
     (proposal.json) and dream `state` to write once the files are in place."""
 
-    def __init__(self, root: MemoryRoot, proposal_id: str, hunks: list[int], meta: dict[str, Any],
-                 state: dict[str, Any], action: str = "apply") -> None:
+    def __init__(
+        self,
+        root: MemoryRoot,
+        proposal_id: str,
+        hunks: list[int],
+        meta: dict[str, Any],
+        state: dict[str, Any],
+        action: str = "apply",
+    ) -> None:
         self.root = root
         self.path = root.dreams_dir / proposal_id / JOURNAL
-        self.data: dict[str, Any] = {"version": 1, "proposal": proposal_id, "action": action, "hunks": hunks,
-                                     "renames": [],
-                     "meta": meta, "state": state}
+        self.data: dict[str, Any] = {
+            "version": 1,
+            "proposal": proposal_id,
+            "action": action,
+            "hunks": hunks,
+            "renames": [],
+            "meta": meta,
+            "state": state,
+        }
 
     def begin(self, renames: list[dict[str, Any]]) -> None:
         """Write the journal: from here on the apply is finished even if this process dies.
@@ -132,9 +145,13 @@ def _finish(gate: DreamGate, path: Path) -> list[str]:
         _reopen(meta, state, proposal_id, set(data.get("hunks") or []), renames, not_done)
     ApplyJournal(root, proposal_id, [], meta, state).commit(gate)
     done = [e["path"] for e in renames if e["path"] not in not_done]
-    log.warning("completed an interrupted `dream %s %s`: %s%s", action, proposal_id,
-                ", ".join(done) if done else "no file changed",
-                f" (not changed: {', '.join(not_done)})" if not_done else "")
+    log.warning(
+        "completed an interrupted `dream %s %s`: %s%s",
+        action,
+        proposal_id,
+        ", ".join(done) if done else "no file changed",
+        f" (not changed: {', '.join(not_done)})" if not_done else "",
+    )
     return [
         f"The interrupted `dream apply {proposal_id}` could not change {rel}: {why}. It was left as it is and its "
         f"hunks are pending again; the rest of that apply was completed. Run `memory-server dream show "
@@ -164,8 +181,14 @@ def _roll_forward(root: MemoryRoot, entry: dict[str, Any]) -> str:
     return "moved"
 
 
-def _reopen(meta: dict[str, Any], state: dict[str, Any], proposal_id: str, chosen: set[int],
-            renames: list[dict[str, Any]], not_done: dict[str, str]) -> None:
+def _reopen(
+    meta: dict[str, Any],
+    state: dict[str, Any],
+    proposal_id: str,
+    chosen: set[int],
+    renames: list[dict[str, Any]],
+    not_done: dict[str, str],
+) -> None:
     """Put the hunks of files the apply could not change back to pending, in proposal.json and the state."""
     old = {e["path"]: e.get("old_sha256") for e in renames}
     keep: set[str] = set()

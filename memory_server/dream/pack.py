@@ -33,13 +33,36 @@ from memory_server.settings import Settings, load_settings
 PACK_FILE = "evidence.md"
 PACK_RECORD = "evidence.json"
 # Kinds in the order they are kept when a session is over its budget, and how much of each text is shown.
-PRIORITY = {"correction": 0, "answer": 1, "request": 2, "commit": 3, "failure": 4, "statement": 5,
-            "closing": 6, "summary": 7}
-LIMITS = {"correction": 500, "answer": 400, "request": 600, "commit": 400, "failure": 300, "statement": 400,
-          "closing": 300, "summary": 600}
-LABELS = {"correction": "correction (the person, rejecting a tool call)", "answer": "answer to the agent's question",
-          "request": "the person", "commit": "commit message", "closing": "the agent's closing reply",
-          "summary": "Claude Code's own summary", "statement": "session file", "failure": "failure"}
+PRIORITY = {
+    "correction": 0,
+    "answer": 1,
+    "request": 2,
+    "commit": 3,
+    "failure": 4,
+    "statement": 5,
+    "closing": 6,
+    "summary": 7,
+}
+LIMITS = {
+    "correction": 500,
+    "answer": 400,
+    "request": 600,
+    "commit": 400,
+    "failure": 300,
+    "statement": 400,
+    "closing": 300,
+    "summary": 600,
+}
+LABELS = {
+    "correction": "correction (the person, rejecting a tool call)",
+    "answer": "answer to the agent's question",
+    "request": "the person",
+    "commit": "commit message",
+    "closing": "the agent's closing reply",
+    "summary": "Claude Code's own summary",
+    "statement": "session file",
+    "failure": "failure",
+}
 
 
 def estimate_tokens(text: str) -> int:
@@ -99,8 +122,10 @@ def _entry(item: Item) -> list[str]:
 
 def _failure(f: FailureItem) -> list[str]:
     where = f" ({_cut(f.target, 80)})" if f.target else ""
-    out = [f"- `{f.ref}` {f.date or 'undated'} · failure{where}, normalised as `{_cut(f.normalised, 120)}`:",
-           *_quote(_cut(f.error, LIMITS["failure"]))]
+    out = [
+        f"- `{f.ref}` {f.date or 'undated'} · failure{where}, normalised as `{_cut(f.normalised, 120)}`:",
+        *_quote(_cut(f.error, LIMITS["failure"])),
+    ]
     for step in f.fix[:6]:
         out += [f"  - fix `{step.ref}`:", *["  " + q for q in _quote(_cut(step.text, 200))]]
     if len(f.fix) > 6:
@@ -152,8 +177,12 @@ def _outline(topics: dict[str, TopicFile]) -> list[str]:
     """The topics an item can target, each with its sections (heading text and line), one line a topic."""
     if not topics:
         return []
-    out = ["## Topics and their sections", "",
-           "An item's `target.section` is one of these headings, as written; `topics/lessons.md` takes lessons.", ""]
+    out = [
+        "## Topics and their sections",
+        "",
+        "An item's `target.section` is one of these headings, as written; `topics/lessons.md` takes lessons.",
+        "",
+    ]
     for path, topic in sorted(topics.items()):
         heads = "; ".join(f"{_cut(text, 80)} (:{i + 1})" for i, _level, text in headings(topic))
         out.append(f"- `{path}` ({_cut(topic.title, 60)})" + (f": {heads}" if heads else ""))
@@ -164,15 +193,24 @@ def _waiting_items(held: dict[str, Any]) -> list[str]:
     """Verified items an earlier pass held back (over the limit), listed first so the agent can resubmit them."""
     if not held:
         return []
-    out = ["## Verified items waiting from an earlier pass", "",
-           f"{len(held)} item(s) were verified by an earlier `dream propose` but held back "
-           "(the reason is given). To propose one, copy it into your items as it stands (it is verified again; "
-           "its sessions stay readable). An item you leave out stops waiting. A proposal is made against the "
-           "topics as they are now, so one still waiting for review may need `--redo` once this one is applied.",
-           ""]
+    out = [
+        "## Verified items waiting from an earlier pass",
+        "",
+        f"{len(held)} item(s) were verified by an earlier `dream propose` but held back "
+        "(the reason is given). To propose one, copy it into your items as it stands (it is verified again; "
+        "its sessions stay readable). An item you leave out stops waiting. A proposal is made against the "
+        "topics as they are now, so one still waiting for review may need `--redo` once this one is applied.",
+        "",
+    ]
     for fp, rec in sorted(held.items(), key=lambda kv: (str(kv[1].get("at")), kv[0])):
-        out += [f"- `{fp}` ({rec.get('kind')}, `{rec.get('topic')}`), held back: {rec.get('why') or 'over the limit'}",
-                "", "```json", json.dumps(rec.get("item") or {}, ensure_ascii=False, indent=1), "```", ""]
+        out += [
+            f"- `{fp}` ({rec.get('kind')}, `{rec.get('topic')}`), held back: {rec.get('why') or 'over the limit'}",
+            "",
+            "```json",
+            json.dumps(rec.get("item") or {}, ensure_ascii=False, indent=1),
+            "```",
+            "",
+        ]
     return out
 
 
@@ -210,8 +248,13 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     for ev, body, dropped in blocks:
         left[ev.ref_base] = dropped
         src = f"transcript `{ev.ref_base}`" if ev.source == "transcript" else "its compressed file (transcript gone)"
-        out += [f"## Session {ev.date or 'undated'}: `{ev.path}`", "", f"Read from {src}."
-                + (f" {dropped} lower-priority item(s) left out to stay within the budget." if dropped else ""), ""]
+        out += [
+            f"## Session {ev.date or 'undated'}: `{ev.path}`",
+            "",
+            f"Read from {src}."
+            + (f" {dropped} lower-priority item(s) left out to stay within the budget." if dropped else ""),
+            "",
+        ]
         out += body + [""]
         for name in set(identifiers("\n".join(body))):
             names[name] = names.get(name, 0) + 1
@@ -224,8 +267,9 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
         out.append("")
     out += _outline(topics)
     text = redact_for_report("\n".join(out))
-    return Pack([b[0] for b in blocks], lines, text, left, time.monotonic() - started, covered, waiting,
-                sorted(held or {}))
+    return Pack(
+        [b[0] for b in blocks], lines, text, left, time.monotonic() - started, covered, waiting, sorted(held or {})
+    )
 
 
 def write_pack(root: MemoryRoot, pack: Pack) -> Path:
@@ -273,11 +317,15 @@ def gather(root: str | os.PathLike[str], *, clock: Callable[[], float] = time.ti
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream gather`"):
         paths = gate.unprocessed_sessions(gate.load_state())
         if not paths and not gate.load_state().get("held"):
-            return Gathered(None, None, "nothing new: every session has been read by a dream "
-                            "(see `memory-server dream status`)")
+            return Gathered(
+                None, None, "nothing new: every session has been read by a dream (see `memory-server dream status`)"
+            )
         pack = build_pack(mroot, paths, settings, gate.load_state().get("held") or {})
         path = write_pack(mroot, pack)
     waiting = f" ({pack.waiting} newer session(s) wait for the next dream)" if pack.waiting else ""
     held = f" and {len(pack.held)} verified item(s) waiting from an earlier pass" if pack.held else ""
-    return Gathered(pack, path, f"evidence pack of {len(pack.sessions)} session(s){waiting}{held}, about "
-                    f"{pack.tokens} tokens: {path}")
+    return Gathered(
+        pack,
+        path,
+        f"evidence pack of {len(pack.sessions)} session(s){waiting}{held}, about {pack.tokens} tokens: {path}",
+    )

@@ -49,10 +49,12 @@ def read_meta(root: MemoryRoot, proposal_id: str) -> dict[str, Any]:
         return data
     except FileNotFoundError:
         raise NotFoundError(
-            f"no proposal {proposal_id!r} under {root.dreams_dir}; list them with `memory-server dream show`") from None
+            f"no proposal {proposal_id!r} under {root.dreams_dir}; list them with `memory-server dream show`"
+        ) from None
     except ValueError as exc:
-        raise DreamError(f"{path} is not valid JSON ({exc}); regenerate with "
-                         f"`memory-server dream run --redo {proposal_id}`") from exc
+        raise DreamError(
+            f"{path} is not valid JSON ({exc}); regenerate with `memory-server dream run --redo {proposal_id}`"
+        ) from exc
 
 
 def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, Any]]:
@@ -64,8 +66,15 @@ def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, 
                 with contextlib.suppress(DreamError, NotFoundError, KeyError, TypeError):
                     meta = read_meta(mroot, folder.name)
                     pending = [h["n"] for h in meta["hunks"] if h["status"] == "pending"]
-                    out.append({"id": meta["id"], "created": meta["created"], "status": meta["status"],
-                                "hunks": len(meta["hunks"]), "pending_hunks": pending})
+                    out.append(
+                        {
+                            "id": meta["id"],
+                            "created": meta["created"],
+                            "status": meta["status"],
+                            "hunks": len(meta["hunks"]),
+                            "pending_hunks": pending,
+                        }
+                    )
     return out
 
 

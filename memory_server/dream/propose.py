@@ -91,8 +91,9 @@ class Batch:
         return verify(items, self.evidence, self.settings.dream, self.git, done)
 
 
-def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None,
-               paths: list[str] | None = None) -> Batch:
+def open_batch(
+    root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None, paths: list[str] | None = None
+) -> Batch:
     """The sessions no dream has read (or those of `paths`; with `redo`, also those proposal `redo` read),
     and the topics."""
     state = gate.load_state()
@@ -107,18 +108,28 @@ def open_batch(root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str 
     topics, memory_md = load_topics(root)
     # Sessions cited by verified items still waiting are read again as evidence only (not marked again).
     evidence_paths = sorted(set(paths) | {p for p in held if (root.path / p).is_file()})
-    return Batch(root, settings, gate, state, paths, load_sessions(root, evidence_paths, settings), topics,
-                 memory_md, redone)
+    return Batch(
+        root, settings, gate, state, paths, load_sessions(root, evidence_paths, settings), topics, memory_md, redone
+    )
 
 
 def held_sessions(state: dict[str, Any]) -> set[str]:
     """The session files cited by the verified items waiting in the dream state."""
-    return {p for rec in (state.get("held") or {}).values() if isinstance(rec, dict)
-            for p in rec.get("sessions", []) if isinstance(p, str)}
+    return {
+        p
+        for rec in (state.get("held") or {}).values()
+        if isinstance(rec, dict)
+        for p in rec.get("sessions", [])
+        if isinstance(p, str)
+    }
 
 
-def _patches(batch: Batch, items: list[Verified], sections: dict[str, str], today: str,
-             ) -> tuple[list[FilePatch], set[str]]:
+def _patches(
+    batch: Batch,
+    items: list[Verified],
+    sections: dict[str, str],
+    today: str,
+) -> tuple[list[FilePatch], set[str]]:
     """The patches of `items`, and the fingerprints of items whose edit overlaps an earlier one's lines
     (such an item would show no line of its own: it waits for the next pass instead)."""
     ev = batch.evidence
@@ -153,13 +164,29 @@ def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str)
         failure = ev.failure_at(q) if q.role == "error" else None
         if failure is not None:
             cited |= {by_base[b] for b in ev.sessions_with(failure.normalised)}
-    return {"item": v.item.as_json(), "statement": v.item.statement, "kind": v.item.kind, "topic": v.item.topic,
-            "sessions": sorted(cited), "proposal": dream_id, "at": now, "why": why}
+    return {
+        "item": v.item.as_json(),
+        "statement": v.item.statement,
+        "kind": v.item.kind,
+        "topic": v.item.topic,
+        "sessions": sorted(cited),
+        "proposal": dream_id,
+        "at": now,
+        "why": why,
+    }
 
 
-def render_proposal(batch: Batch, verified: list[Verified], now: float, *, placer: Placer | None = None,
-                    extra: dict[str, Any] | None = None, refusals: list[str] | None = None, origin: str = "agent",
-                    offered: list[str] | None = None) -> ProposeResult:
+def render_proposal(
+    batch: Batch,
+    verified: list[Verified],
+    now: float,
+    *,
+    placer: Placer | None = None,
+    extra: dict[str, Any] | None = None,
+    refusals: list[str] | None = None,
+    origin: str = "agent",
+    offered: list[str] | None = None,
+) -> ProposeResult:
     """Write `dreams/<id>/` for the verified items (all or nothing), mark the batch's sessions as read.
 
     At most `dream.max_hunks` changes (one item = one change, however many diff hunks it renders to),
@@ -177,9 +204,12 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
         if placer is not None and topic is not None and not v.item.section and v.item.kind in ("fact", "decision"):
             sections[v.item.fingerprint] = placer(v.item, topic)
             where = sections[v.item.fingerprint]
-            v.notes.append(f"No section given: placed at § {where} (it shares enough words and meaning with it)."
-                           if where else "No section given and none matched well enough: placed under "
-                           f"§ {section_for(topic, '') or 'the end of the topic'}.")
+            v.notes.append(
+                f"No section given: placed at § {where} (it shares enough words and meaning with it)."
+                if where
+                else "No section given and none matched well enough: placed under "
+                f"§ {section_for(topic, '') or 'the end of the topic'}."
+            )
     chosen: list[Verified] = []
     held: list[tuple[Verified, str]] = []
     patches: list[FilePatch] = []
@@ -189,8 +219,13 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
             continue
         trial, dropped = _patches(batch, [*chosen, v], sections, today)
         if v.item.fingerprint in dropped:
-            held.append((v, "it changes lines another item of this proposal changes; it can go in once this "
-                            "proposal is reviewed"))
+            held.append(
+                (
+                    v,
+                    "it changes lines another item of this proposal changes; it can go in once this "
+                    "proposal is reviewed",
+                )
+            )
             continue
         chosen, patches = [*chosen, v], trial
     hunks = [h for p in patches for h in p.hunks]
@@ -203,30 +238,68 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
     state = batch.gate.load_state()
     waiting: dict[str, Any] = dict(state.get("held") or {})
     submitted = {v.item.fingerprint for v in verified}
-    dropped_waiting = [rec.get("statement", fp) for fp, rec in waiting.items()
-                       if fp in set(offered or []) and fp not in submitted]
+    dropped_waiting = [
+        rec.get("statement", fp) for fp, rec in waiting.items() if fp in set(offered or []) and fp not in submitted
+    ]
     waiting = {fp: rec for fp, rec in waiting.items() if fp not in submitted and fp not in set(offered or [])}
     waiting.update({v.item.fingerprint: _held_record(batch, v, dream_id, now, why) for v, why in held})
     report_extra = dict(extra or {})
     if dropped_waiting:
-        report_extra["notes"] = [*(report_extra.get("notes") or []), *(
-            f"A verified item that waited from an earlier pass was not resubmitted, so it no longer waits: {s}"
-            for s in dropped_waiting)]
-    report = render_report(ReportInput(
-        dream_id, now, origin, batch.paths, hunks, {v.item.fingerprint: v for v in chosen}, held, listed,
-        refusals or [], report_extra, batch.sessions, ds.max_hunks, len(waiting),
-    ))
+        report_extra["notes"] = [
+            *(report_extra.get("notes") or []),
+            *(
+                f"A verified item that waited from an earlier pass was not resubmitted, so it no longer waits: {s}"
+                for s in dropped_waiting
+            ),
+        ]
+    report = render_report(
+        ReportInput(
+            dream_id,
+            now,
+            origin,
+            batch.paths,
+            hunks,
+            {v.item.fingerprint: v for v in chosen},
+            held,
+            listed,
+            refusals or [],
+            report_extra,
+            batch.sessions,
+            ds.max_hunks,
+            len(waiting),
+        )
+    )
     meta = {
-        "id": dream_id, "created": now, "created_utc": format_time(now), "origin": origin,
-        "status": "pending" if hunks else "empty", "sessions": batch.paths,
-        "targets": shas, "current": dict(shas),
+        "id": dream_id,
+        "created": now,
+        "created_utc": format_time(now),
+        "origin": origin,
+        "status": "pending" if hunks else "empty",
+        "sessions": batch.paths,
+        "targets": shas,
+        "current": dict(shas),
         "base": {p.path: None if p.new_file else known[p.path].text for p in patches},
-        "hunks": [{"n": h.n, "path": h.path, "fingerprints": h.keys,
-                   "kinds": [by_fp[k].kind for k in h.keys if k in by_fp],
-                   "summary": "; ".join(by_fp[k].statement for k in h.keys if k in by_fp), "status": "pending"}
-                  for h in hunks],
-        "items": {fp: {"kind": i.kind, "statement": i.statement, "stance": i.stance, "target": i.topic,
-                       "evidence": [q.ref for q in i.evidence]} for fp, i in by_fp.items()},
+        "hunks": [
+            {
+                "n": h.n,
+                "path": h.path,
+                "fingerprints": h.keys,
+                "kinds": [by_fp[k].kind for k in h.keys if k in by_fp],
+                "summary": "; ".join(by_fp[k].statement for k in h.keys if k in by_fp),
+                "status": "pending",
+            }
+            for h in hunks
+        ],
+        "items": {
+            fp: {
+                "kind": i.kind,
+                "statement": i.statement,
+                "stance": i.stance,
+                "target": i.topic,
+                "evidence": [q.ref for q in i.evidence],
+            }
+            for fp, i in by_fp.items()
+        },
         "held_back": [v.item.statement for v, _why in held],
     }
     try:
@@ -248,14 +321,28 @@ def render_proposal(batch: Batch, verified: list[Verified], now: float, *, place
         _supersede(batch.root, batch.redone, dream_id)
     files = sorted({h.path for h in hunks})
     changes = f"{len(chosen)} change{'s' if len(chosen) != 1 else ''}"
-    message = (f"dream {dream_id}: {changes} in {len(hunks)} hunk{'s' if len(hunks) != 1 else ''} proposed in "
-               f"{', '.join(files)}; read {folder / 'REPORT.md'}" if hunks else
-               f"dream {dream_id}: {len(batch.paths)} session(s) read, no change proposed; see {folder / 'REPORT.md'}")
+    message = (
+        f"dream {dream_id}: {changes} in {len(hunks)} hunk{'s' if len(hunks) != 1 else ''} proposed in "
+        f"{', '.join(files)}; read {folder / 'REPORT.md'}"
+        if hunks
+        else f"dream {dream_id}: {len(batch.paths)} session(s) read, no change proposed; see {folder / 'REPORT.md'}"
+    )
     if held:
-        message += (f"\n{len(held)} verified item(s) wait for the next proposal (kept with their evidence; the "
-                    "next `dream gather` lists them first)")
-    return ProposeResult(dream_id, folder, batch.paths, len(hunks), files, refusals or [],
-                         [v.item.statement for v, _why in held], message, changes=len(chosen))
+        message += (
+            f"\n{len(held)} verified item(s) wait for the next proposal (kept with their evidence; the "
+            "next `dream gather` lists them first)"
+        )
+    return ProposeResult(
+        dream_id,
+        folder,
+        batch.paths,
+        len(hunks),
+        files,
+        refusals or [],
+        [v.item.statement for v, _why in held],
+        message,
+        changes=len(chosen),
+    )
 
 
 def _supersede(root: MemoryRoot, redone: dict[str, Any], dream_id: str) -> None:
@@ -269,8 +356,15 @@ def _supersede(root: MemoryRoot, redone: dict[str, Any], dream_id: str) -> None:
     write_meta(folder, redone)
 
 
-def propose(root: str | os.PathLike[str], items_file: str | os.PathLike[str], *, drop_refused: bool = False,
-            clock: Callable[[], float] = time.time, memory: Any = None, redo: str | None = None) -> ProposeResult:
+def propose(
+    root: str | os.PathLike[str],
+    items_file: str | os.PathLike[str],
+    *,
+    drop_refused: bool = False,
+    clock: Callable[[], float] = time.time,
+    memory: Any = None,
+    redo: str | None = None,
+) -> ProposeResult:
     """Verify the items in `items_file`; when all pass (or `drop_refused`), write the proposal.
 
     `memory`: a Memory whose embedding model places items given without a section by meaning too.
@@ -291,11 +385,26 @@ def propose(root: str | os.PathLike[str], items_file: str | os.PathLike[str], *,
         refusals += refused
         notes = [batch.names_note] if batch.names_note else []
         if refusals and not drop_refused:
-            return ProposeResult(None, None, batch.paths, refusals=refusals, notes=notes, message=(
-                f"{len(refusals)} item(s) refused; no proposal was written. Fix them (or leave them out) and run "
-                "`memory-server dream propose` again."))
-        result = render_proposal(batch, verified, float(clock()), placer=placer, refusals=refusals,
-                                 extra={"notes": notes}, offered=packed_held(mroot))
+            return ProposeResult(
+                None,
+                None,
+                batch.paths,
+                refusals=refusals,
+                notes=notes,
+                message=(
+                    f"{len(refusals)} item(s) refused; no proposal was written. Fix them (or leave them out) and run "
+                    "`memory-server dream propose` again."
+                ),
+            )
+        result = render_proposal(
+            batch,
+            verified,
+            float(clock()),
+            placer=placer,
+            refusals=refusals,
+            extra={"notes": notes},
+            offered=packed_held(mroot),
+        )
         result.notes = notes
         unlink_quietly(mroot.dreams_dir / PACK_RECORD)  # its sessions are read now; the next pass gathers anew
         return result

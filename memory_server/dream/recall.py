@@ -190,9 +190,7 @@ class RecallLog:
                 raise
             self._recover(exc)
             return []
-        return [
-            RecallEvent(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows
-        ]
+        return [RecallEvent(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows]
 
     def count(self) -> int:
         if not self.path.exists():

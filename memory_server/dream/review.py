@@ -115,8 +115,9 @@ def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[in
     return sorted(chosen_set), sorted(chosen_set - set(chosen))
 
 
-def _check(root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk],
-           chosen: list[int]) -> dict[str, tuple[bytes, str | None]]:
+def _check(
+    root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk], chosen: list[int]
+) -> dict[str, tuple[bytes, str | None]]:
     """New bytes per target for the chosen hunks (with those applied before), checked against the files."""
     by_n = {h["n"]: h for h in meta["hunks"]}
     changes: dict[str, tuple[bytes, str | None]] = {}
@@ -157,8 +158,11 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
     elif pending:
         try:
             _check(mroot, meta, _parsed(mroot, meta), pending)
-            check = (f"hunk {pending[0]} applies cleanly" if len(pending) == 1 else
-                     f"hunks {', '.join(map(str, pending))} apply cleanly") + " to the files as they are now"
+            check = (
+                f"hunk {pending[0]} applies cleanly"
+                if len(pending) == 1
+                else f"hunks {', '.join(map(str, pending))} apply cleanly"
+            ) + " to the files as they are now"
         except DreamError as exc:
             check = str(exc)
     return {
@@ -175,8 +179,13 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
     }
 
 
-def _review(root: str | os.PathLike[str], proposal_id: str | None, hunks: Sequence[int] | None, action: str,
-            clock: Callable[[], float]) -> dict[str, Any]:
+def _review(
+    root: str | os.PathLike[str],
+    proposal_id: str | None,
+    hunks: Sequence[int] | None,
+    action: str,
+    clock: Callable[[], float],
+) -> dict[str, Any]:
     mroot = MemoryRoot(root)
     gate = DreamGate(mroot, _settings(mroot), clock)
     with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
@@ -198,8 +207,13 @@ def _review(root: str | os.PathLike[str], proposal_id: str | None, hunks: Sequen
                 h[f"{bucket}_at"] = now
                 for fp in h["fingerprints"]:
                     signature = meta.get("items", {}).get(fp, {}).get("signature")
-                    state[bucket][fp] = {"proposal": proposal_id, "hunk": h["n"], "at": now, "summary": h["summary"],
-                                         "signature": signature}
+                    state[bucket][fp] = {
+                        "proposal": proposal_id,
+                        "hunk": h["n"],
+                        "at": now,
+                        "summary": h["summary"],
+                        "signature": signature,
+                    }
         if all(h["status"] != "pending" for h in meta["hunks"]):
             meta["status"] = "done"
         # proposal.json and the state are written through a journal, so files and records never disagree
@@ -212,15 +226,25 @@ def _review(root: str | os.PathLike[str], proposal_id: str | None, hunks: Sequen
         return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": sorted(changes)}
 
 
-def apply_proposal(root: str | os.PathLike[str], proposal_id: str | None = None, hunks: Sequence[int] | None = None, *,
-                   clock: Callable[[], float] = time.time) -> dict[str, Any]:
+def apply_proposal(
+    root: str | os.PathLike[str],
+    proposal_id: str | None = None,
+    hunks: Sequence[int] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
     """Apply the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
     review) to topics/ and MEMORY.md, all or nothing."""
     return _review(root, proposal_id, hunks, "apply", clock)
 
 
-def reject_proposal(root: str | os.PathLike[str], proposal_id: str | None = None, hunks: Sequence[int] | None = None, *,
-                    clock: Callable[[], float] = time.time) -> dict[str, Any]:
+def reject_proposal(
+    root: str | os.PathLike[str],
+    proposal_id: str | None = None,
+    hunks: Sequence[int] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
     """Reject the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
     review); their items are never proposed again."""
     return _review(root, proposal_id, hunks, "reject", clock)

@@ -54,10 +54,17 @@ def repeated_errors(batch: Batch) -> list[ProposalItem]:
         sessions = len({base for base, _f in hits})
         # the statement quotes the error as code: a session's text is data, never a rule in its own words
         statement = f"Repeated error (in {sessions} sessions): {code_span(_cut(error, 100))}"
-        out.append(ProposalItem(
-            len(out) + 1, "repeated-error", "lesson", statement, "adopted", LESSONS,
-            evidence=[Quote(fixed.ref, error, "error"), Quote(fixed.fix[0].ref, fixed.fix[0].text[:200], "fix")],
-        ))
+        out.append(
+            ProposalItem(
+                len(out) + 1,
+                "repeated-error",
+                "lesson",
+                statement,
+                "adopted",
+                LESSONS,
+                evidence=[Quote(fixed.ref, error, "error"), Quote(fixed.fix[0].ref, fixed.fix[0].text[:200], "fix")],
+            )
+        )
     return out
 
 
@@ -73,12 +80,22 @@ def knowledge_gaps(events: list[RecallEvent], settings: DreamSettings, since: fl
             groups.setdefault(event.key, []).append(event)
     gaps = []
     for key, asked in sorted(groups.items()):
-        good = any(e.coverage >= settings.gap_min_coverage
-                   or any(h.get("match") in ("phrase", "substring", "all_terms") for h in e.hits) for e in asked)
+        good = any(
+            e.coverage >= settings.gap_min_coverage
+            or any(h.get("match") in ("phrase", "substring", "all_terms") for h in e.hits)
+            for e in asked
+        )
         if good or len(asked) < settings.gap_min_asks or (since is not None and max(e.time for e in asked) < since):
             continue
-        gaps.append({"key": key, "asks": len(asked), "queries": sorted({e.query for e in asked}),
-                     "last_asked": max(e.time for e in asked), "best_coverage": max(e.coverage for e in asked)})
+        gaps.append(
+            {
+                "key": key,
+                "asks": len(asked),
+                "queries": sorted({e.query for e in asked}),
+                "last_asked": max(e.time for e in asked),
+                "best_coverage": max(e.coverage for e in asked),
+            }
+        )
     return sorted(gaps, key=lambda g: (-g["asks"], g["key"]))
 
 
@@ -97,15 +114,24 @@ def stale_topics(batch: Batch) -> list[dict[str, Any]]:
         subject = set(content_words(topic.title)) | {t.casefold() for t in topic.tags}
         if age < ds.stale_min_days or not subject:
             continue
-        hits = [s.path for s in dated if s.date and s.date > topic.date
-                and subject & set(content_words(" ".join(i.text for i in s.items)))]
+        hits = [
+            s.path
+            for s in dated
+            if s.date and s.date > topic.date and subject & set(content_words(" ".join(i.text for i in s.items)))
+        ]
         if len(hits) >= ds.stale_min_sessions:
             out.append({"path": path, "updated": topic.date, "age_days": age, "sessions": hits})
     return out
 
 
-def run_dream(root: str | os.PathLike[str], *, memory: Any = None, clock: Callable[[], float] = time.time,
-              redo: str | None = None, semantic: bool = True) -> ProposeResult:
+def run_dream(
+    root: str | os.PathLike[str],
+    *,
+    memory: Any = None,
+    clock: Callable[[], float] = time.time,
+    redo: str | None = None,
+    semantic: bool = True,
+) -> ProposeResult:
     """One pass without an agent over the sessions no dream has read (with `redo`, those of proposal `redo` again).
 
     `memory` and `semantic` are accepted and unused: this pass matches nothing by meaning.
@@ -126,6 +152,9 @@ def run_dream(root: str | os.PathLike[str], *, memory: Any = None, clock: Callab
             events = recall.events()
         finally:
             recall.close()
-        extra = {"gaps": knowledge_gaps(events, settings.dream, batch.state.get("last_dream")),
-                 "stale": stale_topics(batch), "notes": [f"not proposed: {r}" for r in refused]}
+        extra = {
+            "gaps": knowledge_gaps(events, settings.dream, batch.state.get("last_dream")),
+            "stale": stale_topics(batch),
+            "notes": [f"not proposed: {r}" for r in refused],
+        }
         return render_proposal(batch, verified, float(clock()), extra=extra, origin="run")

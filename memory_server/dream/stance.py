@@ -16,7 +16,8 @@ QUESTION_START = re.compile(
     re.I,
 )
 WHAT_IF = re.compile(
-    r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also)\b", re.I)
+    r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also)\b", re.I
+)
 CONSIDERED = re.compile(
     r"\b(?:considered|thought about|looked at|evaluated|tried|explored|discussed)\b.{0,160}?"
     r"\b(?:but|however)\b.{0,80}?\b(?:stay(?:ed|ing)?|kept|keep|stick(?:ing)?|stuck|remain(?:ed)?|decided against|"
@@ -33,7 +34,9 @@ NO_START = re.compile(r"^\s*no\b[,.!]?", re.I)
 # After "no" or "but": what the person wants instead, which makes the sentence a correction or a switch.
 INSTEAD = re.compile(
     r"\b(?:use|do|switch(?:ed)?|instead|go with|went with|keep|put|move(?:d)?|rename|replace(?:d)?|should|must|"
-    r"let's|lets|now use)\b", re.I)
+    r"let's|lets|now use)\b",
+    re.I,
+)
 REVERSAL = re.compile(
     r"\b(?:revert(?:ed|ing)?|roll(?:ed)? (?:it )?back|undo|undid|cancel(?:l?ed)?|close it|closed it|"
     r"switch(?:ed)? back|go back to|went back to|back out|no longer|drop(?:ped)? (?:it|that)|"
@@ -77,15 +80,15 @@ def answer_part(quote: str) -> str:
 
 
 def classify(quote: str) -> str:
-    """"question", "what-if", "considered", "declined" or "statement"."""
+    """ "question", "what-if", "considered", "declined" or "statement"."""
     text = answer_part(quote).strip()
     considered = CONSIDERED.search(text)
-    if considered and not SWITCHED.search(text[considered.end():]):
+    if considered and not SWITCHED.search(text[considered.end() :]):
         return "considered"  # not "we tried X but it did not work, so we switched to Y"
     if DECLINED.search(text):
         return "declined"
     no = NO_START.match(text)
-    if no and not INSTEAD.search(text[no.end():]):
+    if no and not INSTEAD.search(text[no.end() :]):
         return "declined"  # a bare "no"; "no, use X" is a correction that adopts X
     if WHAT_IF.search(text):
         return "what-if"
@@ -99,13 +102,15 @@ def stance_problem(quotes: list[str]) -> str | None:
     kinds = [(q, classify(q)) for q in quotes]
     for quote, kind in kinds:
         if kind == "considered":
-            return f"the evidence says it was considered but not taken up: {quote!r}; use stance \"rejected\""
+            return f'the evidence says it was considered but not taken up: {quote!r}; use stance "rejected"'
         if kind == "declined":
-            return f"the evidence declines it: {quote!r}; use stance \"rejected\" (or drop the item)"
+            return f'the evidence declines it: {quote!r}; use stance "rejected" (or drop the item)'
     if kinds and all(k in ("question", "what-if") for _q, k in kinds):
         shown = kinds[0][0]
-        return (f"the evidence only asks or supposes it ({shown!r}), which adopts nothing; cite the answer or the "
-                "change that followed, or use stance \"hypothetical\"")
+        return (
+            f"the evidence only asks or supposes it ({shown!r}), which adopts nothing; cite the answer or the "
+            'change that followed, or use stance "hypothetical"'
+        )
     return None
 
 
@@ -121,8 +126,9 @@ def reverses(text: str, terms: list[str], need: int = 1) -> str | None:
         if not REVERSAL.search(sentence) or classify(sentence) in ("question", "what-if"):
             continue
         folded = sentence.casefold()
-        named = sum(1 for t in terms
-                    if len(t) > 1 and re.search(rf"(?<![\w/.-]){re.escape(t.casefold())}(?![\w/-])", folded))
+        named = sum(
+            1 for t in terms if len(t) > 1 and re.search(rf"(?<![\w/.-]){re.escape(t.casefold())}(?![\w/-])", folded)
+        )
         if named >= max(1, need):
             return sentence.strip()
     return None

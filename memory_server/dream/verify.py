@@ -79,8 +79,9 @@ def _quotes_exist(item: ProposalItem, ev: Evidence) -> str | None:
     for q in item.evidence:
         texts = ev.texts(q)
         if texts is None:
-            return (f"{q.ref} is not a reference this dream can read (not one of its sessions, a session file or "
-                    "a topic)")
+            return (
+                f"{q.ref} is not a reference this dream can read (not one of its sessions, a session file or a topic)"
+            )
         if not texts:
             return f"nothing is recorded at {q.ref}; cite the reference the evidence pack prints"
         if not any(norm(q.quote) in norm(t) for t in texts):
@@ -94,8 +95,10 @@ def _only_summaries(item: ProposalItem, ev: Evidence) -> str | None:
     support = [q for q in item.evidence if q.role == "support"]
     kinds = [ev.by_base[q.source].kinds_at(q.line) if q.source in ev.by_base else {"other"} for q in support]
     if support and all(k == {"summary"} for k in kinds):
-        return ("its evidence is only Claude Code's own summary of a session; cite what the person or the session "
-                "said (the summary names where), not the summary")
+        return (
+            "its evidence is only Claude Code's own summary of a session; cite what the person or the session "
+            "said (the summary names where), not the summary"
+        )
     return None
 
 
@@ -111,8 +114,9 @@ def _replacement(item: ProposalItem, ev: Evidence) -> str | None:
     quoted = " ".join(norm(q.quote) for q in item.evidence)
     for term in (item.old, item.new):
         if norm(term) not in quoted:
-            return (f"the replacement term {term!r} does not appear in the item's quotes; quote where the sessions "
-                    "say it")
+            return (
+                f"the replacement term {term!r} does not appear in the item's quotes; quote where the sessions say it"
+            )
     topic = ev.topics.get(item.topic)
     if topic is None:
         return f"{item.topic} does not exist, so it has no lines to correct"
@@ -129,21 +133,25 @@ def _lesson(item: ProposalItem, ev: Evidence, settings: DreamSettings) -> str | 
     errors = [q for q in item.evidence if q.role == "error"]
     fixes = [q for q in item.evidence if q.role == "fix"]
     if not errors or not fixes:
-        return "a lesson needs an evidence quote with \"role\": \"error\" and one with \"role\": \"fix\""
+        return 'a lesson needs an evidence quote with "role": "error" and one with "role": "fix"'
     error = errors[0]
     failure = ev.failure_at(error)
     if failure is None:
         return f"no failure is recorded at {error.ref}; cite the failure's reference from the pack"
     for fix in fixes:
         if fix.source != error.source:
-            return (f"the fix ({fix.ref}) comes from another session than the error ({error.ref}); cite the fix of "
-                    "that session")
+            return (
+                f"the fix ({fix.ref}) comes from another session than the error ({error.ref}); cite the fix of "
+                "that session"
+            )
         if fix.line < error.line:
             return f"the fix ({fix.ref}) comes before the error ({error.ref})"
     seen = ev.sessions_with(failure.normalised)
     if len(seen) < settings.lesson_min_sessions:
-        return (f"the error {failure.normalised!r} shows in {len(seen)} session(s), fewer than "
-                f"{settings.lesson_min_sessions}: a one-off mistake is not a lesson")
+        return (
+            f"the error {failure.normalised!r} shows in {len(seen)} session(s), fewer than "
+            f"{settings.lesson_min_sessions}: a one-off mistake is not a lesson"
+        )
     return None
 
 
@@ -167,13 +175,13 @@ def _reversed(item: ProposalItem, ev: Evidence) -> str | None:
     if not terms or not cited:
         return None
     last = max(cited)
-    for s in ev.sessions[last[0]:]:
+    for s in ev.sessions[last[0] :]:
         for later in s.items:
             if later.kind not in LATER_KINDS or (ev.order[s.ref_base], later.line) <= last:
                 continue
             sentence = reverses(later.text, terms, need)
             if sentence is not None:
-                return f"{later.ref} ({later.date}) takes it back later: {sentence[:160]!r}; use stance \"reverted\""
+                return f'{later.ref} ({later.date}) takes it back later: {sentence[:160]!r}; use stance "reverted"'
     return None
 
 
@@ -186,8 +194,10 @@ def _target(item: ProposalItem, ev: Evidence) -> str | None:
     if item.section:
         heads = [text for _i, _level, text in headings(topic)]
         if heading_key(item.section) not in {heading_key(h) for h in heads}:
-            return (f"{item.topic} has no section {item.section!r}; its sections: {'; '.join(heads[:30])} "
-                    "(or leave the section out and the program places it)")
+            return (
+                f"{item.topic} has no section {item.section!r}; its sections: {'; '.join(heads[:30])} "
+                "(or leave the section out and the program places it)"
+            )
     return None
 
 
@@ -200,8 +210,9 @@ def _names(item: ProposalItem, git: GitTree) -> str | None:
     return None
 
 
-def verify(items: list[ProposalItem], ev: Evidence, settings: DreamSettings, git: GitTree,
-           rejected: dict[str, object]) -> tuple[list[Verified], list[str]]:
+def verify(
+    items: list[ProposalItem], ev: Evidence, settings: DreamSettings, git: GitTree, rejected: dict[str, object]
+) -> tuple[list[Verified], list[str]]:
     """(items that passed, one refusal line per item that did not: "item N (id): reason")."""
     passed: list[Verified] = []
     refusals: list[str] = []

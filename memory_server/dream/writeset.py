@@ -41,8 +41,9 @@ def check_target(root: Path, rel: str) -> Path:
     return dest
 
 
-def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]], regenerate: str,
-                         journal: Journal | None = None) -> None:
+def write_all_or_nothing(
+    root: Path, changes: dict[str, tuple[bytes, str | None]], regenerate: str, journal: Journal | None = None
+) -> None:
     """Write each `rel: (new bytes, sha256 the file must have now, or None: must not exist)`, atomically as a set.
 
     Every file goes to a temporary file beside it first; only when all are written (and every target is
@@ -72,11 +73,17 @@ def write_all_or_nothing(root: Path, changes: dict[str, tuple[bytes, str | None]
         before = verify()
         crash_point("dream-apply-before-journal")
         if journal is not None:
-            journal.begin([
-                {"path": rel, "temp": temps[rel].relative_to(root).as_posix(), "old_sha256": expected,
-                 "new_sha256": sha256_bytes(data)}
-                for rel, (data, expected) in sorted(changes.items())
-            ])
+            journal.begin(
+                [
+                    {
+                        "path": rel,
+                        "temp": temps[rel].relative_to(root).as_posix(),
+                        "old_sha256": expected,
+                        "new_sha256": sha256_bytes(data),
+                    }
+                    for rel, (data, expected) in sorted(changes.items())
+                ]
+            )
             crash_point("dream-apply-after-journal")
     except BaseException:
         for tmp in temps.values():

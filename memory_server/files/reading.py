@@ -51,8 +51,9 @@ class FileSkipped(Exception):
     """A memory file that cannot be indexed (binary, too large, not a regular file); carries why."""
 
 
-def read_memory_file(root: Path, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                     state_dir: str = ".memory") -> FileText:
+def read_memory_file(
+    root: Path, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES, state_dir: str = ".memory"
+) -> FileText:
     """Read `relpath` under `root` for indexing; raise FileSkipped (with the reason) when it cannot be.
 
     A file that keeps changing is skipped for this pass: the indexer records the size and mtime it saw
@@ -187,8 +188,16 @@ class Window:
     truncated: bool  # the answer stopped before the requested end (line or character limit)
 
 
-def read_window(path: Path, shown: str, start: int, end: int | None, *, max_lines: int = READ_MAX_LINES,
-                max_chars: int = READ_MAX_CHARS, max_line_chars: int = READ_MAX_LINE_CHARS) -> Window:
+def read_window(
+    path: Path,
+    shown: str,
+    start: int,
+    end: int | None,
+    *,
+    max_lines: int = READ_MAX_LINES,
+    max_chars: int = READ_MAX_CHARS,
+    max_line_chars: int = READ_MAX_LINE_CHARS,
+) -> Window:
     """Stream lines `start`..`end` (1-based, inclusive; None: to the end) of an already confined file.
 
     Memory stays bounded whatever the file: a binary file is refused from its first bytes, only the

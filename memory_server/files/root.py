@@ -174,11 +174,13 @@ class MemoryRoot:
                 continue
             real = Path(os.path.realpath(folder))
             if not is_inside(real, self.path):
-                left_out.append((
-                    self.relpath(folder) + "/",
-                    f"a symlinked folder that leads outside the memory root (to {real}); not indexed "
-                    "(move the folder into the root, or link to a folder inside it)",
-                ))
+                left_out.append(
+                    (
+                        self.relpath(folder) + "/",
+                        f"a symlinked folder that leads outside the memory root (to {real}); not indexed "
+                        "(move the folder into the root, or link to a folder inside it)",
+                    )
+                )
                 continue
             if real in seen or real.relative_to(self.path).parts[:1] == (STATE_DIR,):
                 continue  # reached twice (a link to a folder walked already), or our own derived state

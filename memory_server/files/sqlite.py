@@ -57,8 +57,9 @@ def _connect_read_only(path: Path, busy_seconds: float) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         c.close()
     log.info("opening %s as an immutable read-only database", path)
-    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=busy_seconds, isolation_level=None,
-                           check_same_thread=False)
+    return sqlite3.connect(
+        uri + "&immutable=1", uri=True, timeout=busy_seconds, isolation_level=None, check_same_thread=False
+    )
 
 
 def rollback(conn: sqlite3.Connection) -> None:

@@ -98,8 +98,9 @@ def unlink_quietly(path: str | os.PathLike[str] | None) -> None:
         pass
 
 
-def remove_stale_temps(folder: Path, older_than: float = STALE_TEMP_SECONDS,
-                       pattern: re.Pattern[str] = TEMP_FILE) -> list[Path]:
+def remove_stale_temps(
+    folder: Path, older_than: float = STALE_TEMP_SECONDS, pattern: re.Pattern[str] = TEMP_FILE
+) -> list[Path]:
     """Remove the temp files a killed writer left in `folder` (not its subfolders); return what was removed.
 
     Only names `stage` makes (`pattern`), and only files last modified more than `older_than` seconds

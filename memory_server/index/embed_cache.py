@@ -69,8 +69,9 @@ class EmbeddingCache:
         again as they are needed)."""
         self.close()
         aside = quarantine(self.path)
-        log.warning("the embedding cache %s was damaged (%s); moved it to %s and started a new one",
-                    self.path, exc, aside)
+        log.warning(
+            "the embedding cache %s was damaged (%s); moved it to %s and started a new one", self.path, exc, aside
+        )
 
     def close(self) -> None:
         c = getattr(self._local, "conn", None)
@@ -106,8 +107,9 @@ class EmbeddingCache:
         if fmt == "off" or not keys:
             return {}
         try:
-            found = self._rows_in("SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})",
-                                  keys, fmt)
+            found = self._rows_in(
+                "SELECT key, count, dim, data FROM tokens WHERE format = ? AND key IN ({marks})", keys, fmt
+            )
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
@@ -123,16 +125,19 @@ class EmbeddingCache:
         return out
 
     def _keys_with_tokens(self, keys: Sequence[str], fmt: TokenFormat) -> set[str]:
-        return {key for (key,) in self._rows_in("SELECT key FROM tokens WHERE format = ? AND key IN ({marks})",
-                                                 keys, fmt)}
+        return {
+            key for (key,) in self._rows_in("SELECT key FROM tokens WHERE format = ? AND key IN ({marks})", keys, fmt)
+        }
 
     def put_many(
         self, items: dict[str, np.ndarray], tokens: dict[str, np.ndarray] | None = None, fmt: TokenFormat = "off"
     ) -> None:
         rows = [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
-        token_rows = [
-            (k, fmt, int(t.shape[0]), int(t.shape[1]), pack(t, fmt)) for k, t in (tokens or {}).items()
-        ] if fmt != "off" else []
+        token_rows = (
+            [(k, fmt, int(t.shape[0]), int(t.shape[1]), pack(t, fmt)) for k, t in (tokens or {}).items()]
+            if fmt != "off"
+            else []
+        )
         try:
             self._put_rows(rows, token_rows)
         except sqlite3.DatabaseError as exc:

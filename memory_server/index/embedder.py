@@ -59,6 +59,7 @@ DEFAULT_MAX_BATCH_TOKENS = 4096
 #: The model's position embeddings end here; no truncation length may exceed it.
 _MAX_POSITIONS = 512
 
+
 @runtime_checkable
 class Embedder(Protocol):
     """Something that turns texts into unit-length vectors.
@@ -256,6 +257,7 @@ class MiniLMEmbedder:
                     self._files, name=self.name, dim=self.dim, max_tokens=self.max_tokens, threads=self.threads
                 )
             return self._loaded
+
 
 def default_embedder(
     settings_model_dir: str | None = None,

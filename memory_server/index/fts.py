@@ -265,9 +265,11 @@ class FtsIndex:
     # -- reading chunks -----------------------------------------------------------------------------
 
     def chunks_of(self, path: str) -> list[Chunk]:
-        rows = self.conn().execute(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? ORDER BY c.start_line", (path,)
-        ).fetchall()
+        rows = (
+            self.conn()
+            .execute(f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? ORDER BY c.start_line", (path,))
+            .fetchall()
+        )
         return [row_to_chunk(r) for r in rows]
 
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, Chunk]:

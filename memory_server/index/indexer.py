@@ -328,8 +328,9 @@ class Indexer(IndexRepairs):
         report.files_read += 1
         chunks, title, date = transcript_chunks(virtual, source)
         sha = f"{st.st_size}:{st.st_mtime_ns}"  # transcripts only grow; never embedded, so no content hash
-        record = FileRecord(virtual, "transcript", st.st_size, st.st_mtime_ns, sha, title, date, "ok", "",
-                            len(chunks), sha, str(source))
+        record = FileRecord(
+            virtual, "transcript", st.st_size, st.st_mtime_ns, sha, title, date, "ok", "", len(chunks), sha, str(source)
+        )
         self.fts.replace_file(record, chunks)
         (report.added if old is None else report.updated).append(virtual)
 

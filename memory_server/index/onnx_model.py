@@ -85,6 +85,7 @@ def open_model(files: ModelFiles, *, name: str, dim: int, max_tokens: int, threa
     )
     return loaded
 
+
 def _inspect(
     session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, files: ModelFiles, dim: int
 ) -> LoadedModel:

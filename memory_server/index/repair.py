@@ -120,7 +120,8 @@ class IndexRepairs:
         replaced, self.vectors.replaced = self.vectors.replaced, False
         stored = self.vectors.count()
         expected = sum(
-            f.chunks for f in self.fts.files().values()
+            f.chunks
+            for f in self.fts.files().values()
             if f.layer != "transcript" and f.status != "skipped" and f.vectors_sha256 == f.sha256
         )
         if stored == expected and not replaced:

@@ -258,9 +258,7 @@ class VectorIndex:
                     col.upsert(
                         ids=[c.id for c in part],
                         embeddings=vectors[i : i + WRITE_BATCH],
-                        metadatas=[
-                            {"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part
-                        ],
+                        metadatas=[{"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part],
                     )
                 except Exception as exc:
                     raise VectorStoreError(f"writing to the vector index failed: {exc}") from exc

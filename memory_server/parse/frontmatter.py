@@ -78,9 +78,11 @@ def split_front_matter(lines: list[str]) -> tuple[dict[str, Any], int, list[str]
     for i in range(1, len(lines)):
         if lines[i].strip() in ("---", "..."):
             if size > MAX_FRONT_MATTER_CHARS:
-                return {}, i + 1, [
-                    f"front matter is over the {MAX_FRONT_MATTER_CHARS}-character limit; indexed without it"
-                ]
+                return (
+                    {},
+                    i + 1,
+                    [f"front matter is over the {MAX_FRONT_MATTER_CHARS}-character limit; indexed without it"],
+                )
             block = "\n".join(lines[1:i])
             try:
                 meta = load_yaml(block, max_chars=MAX_FRONT_MATTER_CHARS) if block.strip() else {}

@@ -52,8 +52,16 @@ MIN_COSINE_SPAN = 0.1
 
 def _hit(chunk: Chunk, score: float, match: str | None = None) -> Hit:
     return Hit(
-        chunk.path, chunk.start_line, chunk.end_line, chunk.layer, chunk.title, chunk.heading, chunk.date,
-        score, chunk.text, match,
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        chunk.layer,
+        chunk.title,
+        chunk.heading,
+        chunk.date,
+        score,
+        chunk.text,
+        match,
     )
 
 

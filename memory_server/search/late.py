@@ -59,8 +59,13 @@ def late_rerank(
         return 0
     top = sorted(scores, key=lambda cid: -scores[cid])[: ranking.late_pool]
     found = lookup([chunks[cid] for cid in top])
-    sims = dict(zip((ids := [cid for cid in top if cid in found and len(found[cid])]),
-                    maxsims(query_tokens, [found[cid] for cid in ids]), strict=True))
+    sims = dict(
+        zip(
+            (ids := [cid for cid in top if cid in found and len(found[cid])]),
+            maxsims(query_tokens, [found[cid] for cid in ids]),
+            strict=True,
+        )
+    )
     if len(sims) < 2:
         return 0
     low, high = min(sims.values()), max(sims.values())

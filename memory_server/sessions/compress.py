@@ -225,4 +225,3 @@ def slugify(text: str, words: int = 6) -> str:
     tokens = [w for w in re.split(r"[^a-z0-9]+", ascii_text) if w]
     kept = [w for w in tokens if w not in SLUG_FILLER] or tokens
     return "-".join(kept[:words])[:60].strip("-") or "session"
-

@@ -86,7 +86,6 @@ def messages_between(path: str | Path, start_line: int, end_line: int) -> list[M
     return [m for m in parse_transcript(path).messages if m.end_line >= start_line and m.line <= end_line]
 
 
-
 # -- what counts as something the person asked -------------------------------------------------------
 
 # Built-in slash commands that run locally and ask the model nothing.

@@ -37,7 +37,10 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     ("Azure AD client secret", r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}"),
     ("DigitalOcean token", r"do[por]_v1_[a-f0-9]{64}"),
     ("Alibaba access key", r"LTAI[A-Za-z0-9]{17,21}"),
-    ("IBM / Yandex IAM token", r"(?:t1\.[A-Z0-9a-z_\-]{40,}={0,2}|AQVN[A-Za-z0-9_\-]{35,38}|y[0-3]_[A-Za-z0-9_\-]{55})"),
+    (
+        "IBM / Yandex IAM token",
+        r"(?:t1\.[A-Z0-9a-z_\-]{40,}={0,2}|AQVN[A-Za-z0-9_\-]{35,38}|y[0-3]_[A-Za-z0-9_\-]{55})",
+    ),
     ("Heroku API key (new)", r"HRKU-[A-Za-z0-9_\-]{40,}"),
     ("Fly.io token", r"(?:fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/=_\-]{50,})"),
     ("Scalingo token", r"tk-us-[A-Za-z0-9_\-]{48}"),
@@ -52,7 +55,10 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     ("Vault token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,}"),
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9_\-]{40,}"),
     ("1Password service token", r"ops_eyJ[A-Za-z0-9+/=_\-]{50,}"),
-    ("1Password secret key", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"),
+    (
+        "1Password secret key",
+        r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+    ),
     ("age secret key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     ("Supabase token", r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})"),
     ("PlanetScale token", r"pscale_(?:tkn|oauth|pw)_[A-Za-z0-9=._\-]{32,64}"),
@@ -106,7 +112,10 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     ("Microsoft Teams webhook", r"(?:https?://)?[\w.\-]*webhook\.office\.com/webhookb2/[A-Za-z0-9@/\-]{30,}"),
     ("Power Automate / Logic Apps URL", r"https?://[\w.\-]*logic\.azure\.com[^\s\"'<>]*[?&]sig=[A-Za-z0-9%_\-]{20,}"),
     ("Telegram bot token", r"\d{8,10}:[A-Za-z0-9_\-]{35}"),
-    ("Zapier / IFTTT webhook", r"(?:hooks\.zapier\.com/hooks/catch/[\d/A-Za-z]{8,}|maker\.ifttt\.com/trigger/[^\s/]+/with/key/[A-Za-z0-9_\-]{16,})"),
+    (
+        "Zapier / IFTTT webhook",
+        r"(?:hooks\.zapier\.com/hooks/catch/[\d/A-Za-z]{8,}|maker\.ifttt\.com/trigger/[^\s/]+/with/key/[A-Za-z0-9_\-]{16,})",
+    ),
     ("Google Chat webhook", r"chat\.googleapis\.com/v1/spaces/[^\s\"'<>]*(?:key|token)=[A-Za-z0-9%_\-=]{20,}"),
     ("Twitter bearer token", r"A{22}[A-Za-z0-9%]{30,}"),
     ("Facebook access token", r"EAA[A-Za-z0-9]{100,}"),
@@ -117,8 +126,14 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     ("Square token", r"(?:sq0atp-[A-Za-z0-9_\-]{22}|sq0csp-[A-Za-z0-9_\-]{43}|EAAA[A-Za-z0-9_\-+=]{60})"),
     ("Shopify token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
     ("Flutterwave key", r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}-X"),
-    ("Shippo / Duffel / EasyPost token", r"(?:shippo_(?:live|test)_[a-f0-9]{40}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54})"),
-    ("Plaid token", r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+    (
+        "Shippo / Duffel / EasyPost token",
+        r"(?:shippo_(?:live|test)_[a-f0-9]{40}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54})",
+    ),
+    (
+        "Plaid token",
+        r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    ),
     ("GoCardless token", r"live_[A-Za-z0-9_\-=]{40}"),
     ("Coinbase / Kraken style key", r"organizations/[0-9a-f\-]{36}/apiKeys/[0-9a-f\-]{36}"),
     # mail and messaging
@@ -220,35 +235,64 @@ COMMAND_PATTERNS: tuple[tuple[re.Pattern[str], Needles], ...] = (
     _command_pattern(r"\bhtpasswd\s+(?=(?:[^\n]*\s)?-\w*b)(?:-\w+\s+)+\S+\s+\S+\s+", "htpasswd"),
     # docker login -p SECRET / -u user -p SECRET; helm repo add --password; keytool -storepass / -keypass
     _command_pattern(r"\b(?:docker|podman|nerdctl|helm|oras|skopeo)\b[^\n;|&]*?\s-p\s+", " -p"),
-    _command_pattern(r"\s-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|passin|passout|pass)\s+(?:pass:)?", "pass"),
+    _command_pattern(
+        r"\s-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|passin|passout|pass)\s+(?:pass:)?",
+        "pass",
+    ),
     _command_pattern(r"\bpass:", "pass:"),
     # aws configure set aws_secret_access_key SECRET (and the session token, and the key id)
-    _command_pattern(r"\baws\s+configure\s+set\s+(?:[\w.]+\.)?aws_(?:secret_access_key|session_token|access_key_id)\s+", "aws_"),
+    _command_pattern(
+        r"\baws\s+configure\s+set\s+(?:[\w.]+\.)?aws_(?:secret_access_key|session_token|access_key_id)\s+", "aws_"
+    ),
     # --password SECRET, --token=SECRET, --api-key SECRET, --client-secret SECRET, --db-pass SECRET
     _command_pattern(
         r"(?i)(?<![\w-])--?[\w-]*(?:password|passwd|passphrase|pass|token|secret|api-?key|apikey|access-key|auth-key"
-        r"|private-key-data|license-key|webhook-url|credentials?)(?:=|[ \t]+)"
-    , "pass", "token", "secret", "key", "cred", "webhook"),
+        r"|private-key-data|license-key|webhook-url|credentials?)(?:=|[ \t]+)",
+        "pass",
+        "token",
+        "secret",
+        "key",
+        "cred",
+        "webhook",
+    ),
     # .netrc: machine host login user password SECRET (on one line, or a line of its own)
-    _command_pattern(r"(?im)(?:\bmachine\s+\S+|\bdefault)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+", "machine", "default"),
+    _command_pattern(
+        r"(?im)(?:\bmachine\s+\S+|\bdefault)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+",
+        "machine",
+        "default",
+    ),
     _command_pattern(r"(?m)^[ \t]*password[ \t]+(?=\S+[ \t]*$)", "password"),
     # .pgpass: host:port:database:user:password
     _command_pattern(r"(?<![\w.:/\-])[\w.\-*]+:(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-@*]+:(?=\S)", ":"),
     # HTTP headers that carry credentials (curl -H, raw requests, logs)
     _command_pattern(
         r"(?i)\b(?:authorization|proxy-authorization)[\"']?\s*[:=]\s*(?:(?-i:[fb])?[\"'])?(?:bearer|basic|token|digest|bot|sso-key|apikey)?\s*"
-        r"(?!bearer\b|basic\b)"
-    , "authorization"),
+        r"(?!bearer\b|basic\b)",
+        "authorization",
+    ),
     _command_pattern(
         r"(?i)\b(?:x-[\w-]*(?:key|token|secret|auth|signature|password)|api-?key|private-token|x-api-key|cookie"
-        r"|set-cookie|x-amz-security-token)[\"']?\s*:\s*[\"']?"
-    , "x-", "api", "private-token", "cookie"),
+        r"|set-cookie|x-amz-security-token)[\"']?\s*:\s*[\"']?",
+        "x-",
+        "api",
+        "private-token",
+        "cookie",
+    ),
     _command_pattern(r"(?i)\bbearer\s+(?=[A-Za-z0-9._~+/=\-]*\d|[A-Za-z0-9._~+/=\-]{24,})", "bearer"),
     # URL query parameters that carry secrets
     _command_pattern(
         r"(?i)[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password"
-        r"|sig|signature|x-amz-signature|x-amz-credential|x-goog-signature|auth|code)="
-    , "token=", "key=", "secret=", "password=", "sig=", "signature=", "credential=", "auth=", "code="),
+        r"|sig|signature|x-amz-signature|x-amz-credential|x-goog-signature|auth|code)=",
+        "token=",
+        "key=",
+        "secret=",
+        "password=",
+        "sig=",
+        "signature=",
+        "credential=",
+        "auth=",
+        "code=",
+    ),
 )
 
 # -- names that hold secrets -----------------------------------------------------------------------------------
@@ -331,12 +375,25 @@ def is_ordinary_value(name: str, sep: str, quote: str, value: str, text: str, at
             return True
         # `password=password`, `token: str`, `secret=settings.secret`: code, when the name is code-style
         # (env-style UPPER names and config keys take bare words as values).
-        if _IDENTIFIER.match(v) and "=" in sep and not name.isupper() and ("_" in v or "." in v or v.lower() == bare or v.lower() in _CODE_WORDS):
+        if (
+            _IDENTIFIER.match(v)
+            and "=" in sep
+            and not name.isupper()
+            and ("_" in v or "." in v or v.lower() == bare or v.lower() in _CODE_WORDS)
+        ):
             return True
-        if _IDENTIFIER.match(v) and name[:1].islower() and "=" in sep and text[at + len(value) : at + len(value) + 1] in ("(", "[", "."):
+        if (
+            _IDENTIFIER.match(v)
+            and name[:1].islower()
+            and "=" in sep
+            and text[at + len(value) : at + len(value) + 1] in ("(", "[", ".")
+        ):
             return True
     else:
-        if re.search(r"\{[\w.]*\}|%\(\w+\)s|\$\{?\w+\}?", v) and len(re.sub(r"\{[\w.]*\}|%\(\w+\)s|\$\{?\w+\}?", "", v)) < 3:
+        if (
+            re.search(r"\{[\w.]*\}|%\(\w+\)s|\$\{?\w+\}?", v)
+            and len(re.sub(r"\{[\w.]*\}|%\(\w+\)s|\$\{?\w+\}?", "", v)) < 3
+        ):
             return True  # a template: "{token}", "${DB_PASSWORD}"
         if v.endswith(":") and " " in v:
             return True  # a prompt: "Password: "
