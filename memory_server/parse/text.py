@@ -56,3 +56,30 @@ def relative_path(path: str, cwd: str | None) -> str:
             if path.startswith(base + sep) and len(path) > len(base) + 1:
                 return path[len(base) + 1 :]
     return path
+
+
+# What must never reach a report, a diff, a topic line or a terminal as written: C0/C1 control characters
+# (carriage returns and terminal escapes among them), bidirectional overrides and zero-width characters.
+UNSAFE_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# The start of anything Markdown would read as HTML: a comment, a tag (closed or not), a processing instruction.
+HTML_START = re.compile(r"<(?=[!/?A-Za-z])")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def as_data(text: str, *, multiline: bool = False) -> str:
+    """Text from a session, a file or a file name, made safe to show as data (the one escaping function).
+
+    Control characters (carriage returns, terminal escapes), bidirectional overrides and zero-width characters
+    become visible escapes (`\\x1b`, `\\u202e`); the start of an HTML comment or tag becomes `\\<` (literal in
+    Markdown, and it cannot hide what follows); a newline becomes `\\n` unless `multiline`. Nothing else changes,
+    so the result still reads as the original and escaping twice only adds backslashes before `<`.
+    """
+    text = text.replace("\r\n", "\n")
+    if not multiline:
+        text = text.replace("\n", "\\n")
+    text = UNSAFE_CHAR.sub(_visible, text)
+    return HTML_START.sub(r"\\<", text)
