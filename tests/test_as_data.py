@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from memory_server.parse.text import as_data
 
 
@@ -13,7 +15,7 @@ def test_control_characters_and_terminal_escapes_become_visible() -> None:
 
 def test_html_comments_and_unclosed_tags_cannot_hide_what_follows() -> None:
     shown = as_data("before <!-- hidden --> <details><summary>x after")
-    assert "<!--" not in shown and "<details>" not in shown
+    assert not re.search(r"(?<!\\)<[!A-Za-z]", shown)
     assert "after" in shown and shown.count("\\<") == 3
 
 
