@@ -1,25 +1,33 @@
-"""Keep secrets and private text out of memory.
+"""Keep secrets and private text out of memory, in linear time whatever the text.
 
 Stateless, for any one text:
 
-- `redact_secrets(text)` replaces credentials with `[REDACTED]`, using three tables (`secret_formats.py`):
-  token formats recognised by their shape (`sk_live_…`, `ghp_…`, `SG.….…`, webhook URLs, PEM blocks, …),
-  command lines that carry a secret (`mysql -pX`, `curl -u user:pass`, `sshpass -p X`, `redis-cli -a X`,
-  `aws configure set aws_secret_access_key X`, `.netrc`, `.pgpass` lines), and values assigned to
-  secret-looking names (`DB_PASSWORD=…`, `"auth": "…"`, `GITHUB_PAT=…`, a quoted passphrase whole).
-  A guard leaves ordinary code alone: `password = input('Password: ')`, `token = os.environ[...]`,
-  `PWD=/home/dev/acme`, placeholders (`$VAR`, `<token>`, `***`), numbers and values already redacted.
+- `redact_secrets(text)` replaces credentials with `[REDACTED]`. The text is read through a decoded view
+  (`secret_view.py`: JSON and URL escapes undone, so `\\nghp_...` and `%22ghp_...` are found), and these
+  detectors each return spans of it:
+  token formats by shape (`secret_formats.py`), private key blocks and URL passwords (`secret_blocks.py`),
+  command lines (`secret_commands.py`), values given to credential names in any syntax and random-looking
+  tokens near credential words (`secret_context.py`, with the word lists of `secret_words.py`). Hashes,
+  UUIDs, commit ids, digests and ordinary code (`password = input('Password: ')`, `PWD=/home/dev`) stay.
 - `drop_private(text)` removes `<private …>…</private>` (attributes allowed, nesting counted); an unclosed
   tag hides the rest of the text.
 - `clean(text)` does both, private text first. `redact_for_report(text)` is the one call for anything a
   report or log copies from elsewhere (past queries, evidence): the same as `clean`.
 
-Stateful, for one session read in order: `SessionRedactor`. A `<private>` opened in one message and closed
-later hides everything in between, and any later repetition of private text (the whole span, one of its
-lines, or a distinctive word of it such as a code name or a number) is replaced by `[private]`.
-`SessionRedactor.record(rec)` cleans one parsed JSONL record in place (every string in it, with the key a
-value sits under taken into account), so everything built from the record later (summaries, the index,
-the transcript layer) only ever sees clean text: redaction happens before any cut or `json.dumps`.
+Every detector is linear by construction: one regex pass whose every quantifier is bounded (the long ones
+possessive), or a scan that resumes after what it read; no pattern can backtrack more than a bounded
+amount at one position. As a last resort, a text whose redaction still takes longer than its budget
+(`BUDGET_SECONDS` plus `BUDGET_PER_CHAR` per character) is replaced whole by `TOO_COSTLY`, and
+`budget_fired()` counts it (status shows it); the benchmark `bench/redaction_timing.py` shows it never
+fires on adversarial text.
+
+Stateful, for one session read in order: `SessionRedactor`. A `<private>` opened in a message the person
+wrote and closed later hides everything in between, and any later repetition of that private text (the
+whole span, one of its lines, or a distinctive word of it) is replaced by `[private]`. An unclosed tag in
+tool output or a file hides only the rest of that text and teaches nothing. `SessionRedactor.record(rec)`
+cleans one parsed JSONL record in place (every string in it, with the key a value sits under taken into
+account), so everything built from the record later (summaries, the index, the transcript layer) only ever
+sees clean text: redaction happens before any cut or `json.dumps`.
 
 Redaction errs towards hiding: a value that merely looks like a secret may be hidden too.
 """
@@ -27,107 +35,150 @@ Redaction errs towards hiding: a value that merely looks like a secret may be hi
 from __future__ import annotations
 
 import re
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
-from memory_server.sessions.secret_formats import (
-    ASSIGNMENT,
-    ASSIGNMENT_NEEDLES,
-    COMMAND_PATTERNS,
-    KEYED_NAME,
-    PROSE_SECRET,
-    REDACTED,
-    SECRET_NAME_RE,
-    TOKEN_PATTERN,
-    is_ordinary_value,
-    is_placeholder,
-)
+from memory_server.sessions.secret_blocks import key_block_spans, url_credential_spans
+from memory_server.sessions.secret_commands import command_spans
+from memory_server.sessions.secret_context import context_spans
+from memory_server.sessions.secret_formats import REDACTED, TOKEN, glued_token_spans
+from memory_server.sessions.secret_view import decoded_view
+from memory_server.sessions.secret_words import is_ordinary_value, name_kind
 
 __all__ = [
     "PRIVATE_MARK",
     "REDACTED",
+    "TOO_COSTLY",
     "SessionRedactor",
+    "budget_fired",
     "clean",
     "drop_private",
     "private_tags",
     "redact_for_report",
     "redact_secrets",
+    "secret_spans",
 ]
 
 PRIVATE_MARK = "[private]"
+TOO_COSTLY = "[REDACTED: text too costly to check for secrets]"
+BUDGET_SECONDS = 2.0
+BUDGET_PER_CHAR = 20e-6  # 2 s more per 100,000 characters
 
-_PRIVATE_TAG = re.compile(r"(?i)<(/?)private(?:\s[^<>]{0,400})?\s*(/?)>")
+Span = tuple[int, int]
+
+_PRIVATE_TAG = re.compile(r"(?i)<(/?)private(?:\s[^<>]{0,400}+)?>")
 _QUICK = re.compile(r"(?i)private")
+
+_fired = 0
+_fired_lock = threading.Lock()
+
+
+def budget_fired() -> int:
+    """How many texts this process replaced whole because checking them took longer than their budget."""
+    return _fired
 
 
 # -- secrets ---------------------------------------------------------------------------------------------
 
 
-def _assignments(text: str) -> str:
-    """Redact the values assigned to secret-looking names (`DB_PASSWORD=…`, `"auth": "…"`)."""
-    out: list[str] = []
-    pos = 0
-    for m in ASSIGNMENT.finditer(text):
-        if m.start() < pos or not SECRET_NAME_RE.fullmatch(m.group("name")):
-            continue
-        group = "qvalue" if m.group("q") else "bare"
-        value = m.group(group)
-        if is_ordinary_value(m.group("name"), m.group("sep"), m.group("q") or "", value, text, m.start(group)):
-            continue
-        out += [text[pos : m.start(group)], REDACTED]
-        pos = m.end(group)
-    if not out:
-        return text
-    out.append(text[pos:])
-    return "".join(out)
+def _tokens(text: str) -> list[Span]:
+    spans = [m.span() for m in TOKEN.finditer(text)]
+    spans.extend(glued_token_spans(text))
+    return spans
 
 
-def _command(m: re.Match[str]) -> str:
-    value = m.group("value")
-    if not value or value.startswith("[REDACTED") or value.startswith("[private") or is_placeholder(value):
-        return m.group(0)
-    return m.group(0)[: m.start("value") - m.start()] + REDACTED + m.group(0)[m.end("value") - m.start() :]
+_DETECTORS: tuple[Callable[[str], list[Span]], ...] = (
+    key_block_spans,
+    url_credential_spans,
+    _tokens,
+    command_spans,
+    context_spans,
+)
+# What a `%` can be part of (a token's alphabet, a password in a URL or on a command line): read raw too.
+_RAW_TOO = frozenset((url_credential_spans, _tokens, command_spans))
+
+
+def secret_spans(text: str) -> list[Span] | None:
+    """The spans of `text` that hold secrets, merged and sorted; None when checking ran over its budget."""
+    started = time.monotonic()
+    budget = BUDGET_SECONDS + BUDGET_PER_CHAR * len(text)
+    view = decoded_view(text)
+    found: list[Span] = []
+    raw: list[Span] = []
+    for detect in _DETECTORS:
+        found.extend(detect(view.text))
+        if view.percent and detect in _RAW_TOO:
+            raw.extend(detect(text))
+        if time.monotonic() - started > budget:
+            return None
+    spans = sorted([(view.start_in_original(s), view.end_in_original(e)) for s, e in found if e > s] + raw)
+    merged: list[Span] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
 
 
 def redact_secrets(text: str) -> str:
-    """Replace tokens, command-line secrets, secret assignments, URL passwords and key blocks with `[REDACTED]`."""
+    """Replace every secret in `text` with `[REDACTED]` (see the module docstring)."""
+    global _fired
     if not text or not isinstance(text, str):
         return text
-    text = TOKEN_PATTERN.sub(REDACTED, text)
-    low = text.lower()
-    for pattern, needles in COMMAND_PATTERNS:
-        if not needles or any(n in low for n in needles):
-            text = pattern.sub(_command, text)
-    if any(n in low for n in ASSIGNMENT_NEEDLES):
-        text = _assignments(text)
-        text = PROSE_SECRET.sub(_command, text)
-    return text
+    spans = secret_spans(text)
+    if spans is None:
+        with _fired_lock:
+            _fired += 1
+        return TOO_COSTLY
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for s, e in spans:
+        out += [text[pos:s], REDACTED]
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
 
 
 # -- private text ------------------------------------------------------------------------------------------
 
 
-def _split_private(text: str, depth: int) -> tuple[str, list[str], int]:
-    """(visible text, hidden spans, depth at the end) for `text` entered at private-nesting `depth`."""
+class _Split:
+    """What `_split_private` finds in one text: what stays visible, the private spans that closed in it
+    (with any part carried from earlier texts), and the part of a span still open at its end."""
+
+    def __init__(self) -> None:
+        self.visible: list[str] = []
+        self.closed: list[str] = []
+        self.open: list[str] = []
+
+
+def _split_private(text: str, depth: int, carried: list[str] | None = None) -> tuple[_Split, int]:
+    out = _Split()
     if depth == 0 and ("<" not in text or not _QUICK.search(text)):
-        return text, [], 0
-    out: list[str] = []
-    hidden: list[str] = []
+        out.visible.append(text)
+        return out, 0
+    current: list[str] = [*carried, "\n"] if depth and carried else []  # one line per message
     pos = 0
     for m in _PRIVATE_TAG.finditer(text):
-        closing, self_closing = m.group(1) == "/", m.group(2) == "/"
-        if depth == 0:
-            out.append(text[pos : m.start()])
-        else:
-            hidden.append(text[pos : m.start()])
-        if self_closing:
-            pass
-        elif closing:
+        (current if depth else out.visible).append(text[pos : m.start()])
+        pos = m.end()
+        if m.group().endswith("/>"):
+            continue
+        if m.group(1) == "/":
+            if depth == 1:
+                out.closed.append("".join(current))
+                current = []
             depth = max(0, depth - 1)  # a stray closing tag is dropped, nothing else
         else:
             depth += 1
-        pos = m.end()
-    (hidden if depth else out).append(text[pos:])
-    return "".join(out), [h for h in hidden if h.strip()], depth
+    (current if depth else out.visible).append(text[pos:])
+    out.open = current if depth else []
+    return out, depth
 
 
 def private_tags(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
@@ -135,7 +186,7 @@ def private_tags(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
     For cutting a long text before it is redacted: what a removed middle did to the nesting is put back."""
     out: list[tuple[int, int, int]] = []
     for m in _PRIVATE_TAG.finditer(text, start, end):
-        out.append((m.start(), m.end(), 0 if m.group(2) == "/" else -1 if m.group(1) == "/" else 1))
+        out.append((m.start(), m.end(), 0 if m.group().endswith("/>") else -1 if m.group(1) == "/" else 1))
     return out
 
 
@@ -143,7 +194,7 @@ def drop_private(text: str) -> str:
     """Remove `<private …>…</private>` spans (nested spans count), and everything after an unclosed one."""
     if not text:
         return text
-    return _split_private(text, 0)[0]
+    return "".join(_split_private(text, 0)[0].visible)
 
 
 def clean(text: str) -> str:
@@ -158,7 +209,7 @@ def redact_for_report(text: str) -> str:
 
 # -- one session, read in order -----------------------------------------------------------------------------
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+\-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.@+\-]{0,98}[A-Za-z0-9])?")
 _COMMON = frozenset(
     """about above after again against also always another anyone anything because before being below between
     both cannot could course database does doing done down during each either else enough even ever every
@@ -169,6 +220,12 @@ _COMMON = frozenset(
     """.split()
 )
 _MIN_PHRASE = 6
+_PART_SEP = re.compile(r"[_.@+\-]")
+_MAX_PARTS = 8  # a learned word is looked for as up to this many parts of a longer word
+MAX_LEARNED_WORDS = 2000
+MAX_LEARNED_PHRASES = 500
+_PHRASE_WORDS = 40  # a longer private line is remembered by its distinctive words only
+_CARRIED_CHARS = 200_000  # of a span still open, what is kept to learn from once it closes
 
 
 def _distinctive(word: str) -> bool:
@@ -191,13 +248,17 @@ class SessionRedactor:
         for record in records:          # the session's JSONL records, in file order
             redactor.record(record)     # every string in it cleaned in place
         redactor.text("a later text")   # or one text at a time
+
+    What it learns is bounded (MAX_LEARNED_WORDS, MAX_LEARNED_PHRASES), and finding repetitions is one pass
+    over a text's words with set lookups, so a session full of private text costs no more than any other.
     """
 
     def __init__(self) -> None:
         self._depth = 0  # open <private> spans carried over from earlier messages
-        self._phrases: set[str] = set()
+        self._carried: list[str] = []  # the text of that open span so far
         self._words: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
+        self._phrases: dict[str, list[tuple[str, ...]]] = {}  # first word -> phrases (word tuples), longest first
+        self._phrase_count = 0
 
     @property
     def private_open(self) -> bool:
@@ -207,40 +268,90 @@ class SessionRedactor:
     def text(self, text: str, *, carries: bool = True) -> str:
         """One text, cleaned. With `carries`, a span left open hides the texts that follow until it closes
         (a message the person wrote); without it, an unclosed span hides only the rest of this text (tool
-        output, file contents: a stray tag there must not hide the rest of the session)."""
+        output, file contents: a stray tag there must not hide the rest of the session) and is not learned."""
         if not isinstance(text, str) or not text:
             return text
         depth = self._depth if carries else 0
-        visible, hidden, depth = _split_private(text, depth)
+        split, depth = _split_private(text, depth, self._carried if carries else None)
         if carries:
             self._depth = depth
-        for span in hidden:
+            self._carried = _bounded(split.open)
+        for span in split.closed:
             self._learn(span)
-        visible = self._drop_repeats(visible)
+        visible = self._drop_repeats("".join(split.visible))
         return redact_secrets(visible)
 
     def _learn(self, span: str) -> None:
-        added = False
-        for piece in [span, *span.splitlines()]:
-            phrase = " ".join(piece.split())
-            if len(phrase) >= _MIN_PHRASE and phrase.lower() not in self._phrases:
-                self._phrases.add(phrase.lower())
-                added = True
+        for piece in [span, *span.splitlines()[:200]]:
+            words = tuple(w.lower() for w in _WORD.findall(piece[:4000]))
+            if len(" ".join(words)) >= _MIN_PHRASE and len(words) <= _PHRASE_WORDS:
+                self._add_phrase(words)
         for word in _WORD.findall(span):
-            if _distinctive(word) and word.lower() not in self._words:
+            if len(self._words) >= MAX_LEARNED_WORDS:
+                break
+            if _distinctive(word):
                 self._words.add(word.lower())
-                added = True
-        if added:
-            self._pattern = None
+
+    def _add_phrase(self, words: tuple[str, ...]) -> None:
+        known = self._phrases.setdefault(words[0], [])
+        if words in known or self._phrase_count >= MAX_LEARNED_PHRASES:
+            return
+        known.append(words)
+        known.sort(key=len, reverse=True)
+        self._phrase_count += 1
 
     def _drop_repeats(self, text: str) -> str:
-        if not self._phrases and not self._words:
+        if not self._words and not self._phrases:
             return text
-        if self._pattern is None:
-            parts = [r"\s+".join(map(re.escape, p.split())) for p in sorted(self._phrases, key=len, reverse=True)]
-            parts += [re.escape(w) for w in sorted(self._words, key=len, reverse=True)]
-            self._pattern = re.compile(r"(?i)(?<![A-Za-z0-9])(?:" + "|".join(parts) + r")(?![A-Za-z0-9])")
-        return self._pattern.sub(PRIVATE_MARK, text)
+        found = list(_WORD.finditer(text))
+        words = [m.group().lower() for m in found]
+        spans: list[Span] = []
+        i = 0
+        while i < len(found):
+            n = self._phrase_at(text, found, words, i)
+            if n:
+                spans.append((found[i].start(), found[i + n - 1].end()))
+                i += n
+                continue
+            spans.extend(self._learned_in(found[i].start(), words[i]))
+            i += 1
+        if not spans:
+            return text
+        out: list[str] = []
+        pos = 0
+        for s, e in spans:
+            out += [text[pos:s], PRIVATE_MARK]
+            pos = e
+        out.append(text[pos:])
+        return "".join(out)
+
+    def _learned_in(self, at: int, word: str) -> list[Span]:
+        """Learned words inside one word of a text, whole parts only (`bluefinch` in `bluefinch-notes.md`)."""
+        if word in self._words:
+            return [(at, at + len(word))]
+        cuts = [0, *(m.end() for m in _PART_SEP.finditer(word)), len(word) + 1]
+        if len(cuts) == 2:
+            return []
+        spans: list[Span] = []
+        i = 0
+        while i < len(cuts) - 1:
+            for j in range(min(len(cuts) - 1, i + _MAX_PARTS), i, -1):
+                if word[cuts[i] : cuts[j] - 1] in self._words:
+                    spans.append((at + cuts[i], at + cuts[j] - 1))
+                    i = j - 1
+                    break
+            i += 1
+        return spans
+
+    def _phrase_at(self, text: str, found: list[re.Match[str]], words: list[str], i: int) -> int:
+        """How many words from word i make up a learned phrase (0: none); only whitespace between them."""
+        for phrase in self._phrases.get(words[i], ()):
+            n = len(phrase)
+            if tuple(words[i : i + n]) == phrase and all(
+                not text[found[j].end() : found[j + 1].start()].strip() for j in range(i, i + n - 1)
+            ):
+                return n
+        return 0
 
     def record(self, rec: Any) -> Any:
         """Clean a transcript record (a parsed JSONL line) in place and return it.
@@ -272,9 +383,9 @@ class SessionRedactor:
 
     def _walk(self, value: Any, key: str | None, *, skip_text_blocks: bool = False) -> Any:
         if isinstance(value, str):
-            keyed = key is not None and KEYED_NAME.search(key)
-            if keyed and value and not is_ordinary_value(key or "", "=", '"', value, "", 0):
-                return REDACTED
+            if key is not None and value and name_kind(key) == "strong":
+                if not is_ordinary_value(key, value, quoted=True):
+                    return REDACTED
             return self.text(value, carries=False)
         if isinstance(value, list):
             for i, item in enumerate(value):
@@ -288,3 +399,9 @@ class SessionRedactor:
                 value[k] = self._walk(value[k], k if isinstance(k, str) else None)
             return value
         return value
+
+
+def _bounded(pieces: list[str]) -> list[str]:
+    """The open span's text kept for learning, cut to _CARRIED_CHARS (the span still hides it all)."""
+    joined = "".join(pieces)
+    return [joined[:_CARRIED_CHARS]] if joined else []
