@@ -650,10 +650,16 @@ def placements(items: list[Sample]) -> list[tuple[Sample, str, str, str]]:
     return [(s, place, enc, encode(s.text, enc)) for s in items for place in PLACES for enc in ENCODINGS]
 
 
-def exposed(secret: str, text: str) -> bool:
+def decoded_forms(text: str) -> tuple[str, ...]:
+    """The text as written, URL-decoded and JSON-unescaped: where a secret may show (compute once, check many)."""
+    return (text, urllib.parse.unquote(text), text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"'))
+
+
+def exposed(secret: str, text: str | tuple[str, ...]) -> bool:
     """True when the secret, or any 12-character piece of it, shows in `text` as written, URL-decoded or
-    JSON-unescaped (a redaction that leaves a piece has failed as surely as one that leaves it whole)."""
-    views = {text, urllib.parse.unquote(text), text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')}
+    JSON-unescaped (a redaction that leaves a piece has failed as surely as one that leaves it whole).
+    `text` may be `decoded_forms(text)` already."""
+    views = decoded_forms(text) if isinstance(text, str) else text
     core = secret.strip()
     pieces = [core] if len(core) <= 12 else [core[i : i + 12] for i in range(0, len(core) - 11, 3)]
     return any(p in v for v in views for p in pieces)

@@ -231,6 +231,8 @@ def _token_like(value: str) -> bool:
         return True
     digits = sum(c.isdigit() for c in v)
     letters = sum(c.isalpha() for c in v)
+    if digits and v.isalnum() and v != v.lower() and v != v.upper() and len(v) >= 12:
+        return True  # `sur43XbozZcAWu`: all three kinds of character in one word
     return digits >= 3 and letters >= 3 and not re.fullmatch(r"[\w.\-]*\d+\.\d+[\w.\-]*", v)
 
 
@@ -297,7 +299,7 @@ def _block_scalar(text: str, pos: int, name: str, kind: str) -> Span | None:
 
 # -- random tokens near credential words ---------------------------------------------------------------------
 
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9_+/=\-])[A-Za-z0-9_+/\-.~]{16,512}+={0,3}")
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9_+/\-])[A-Za-z0-9_+/\-.~]{16,512}+={0,3}")
 _WINDOW_BEFORE = 80
 _WINDOW_AFTER = 160
 

@@ -25,7 +25,7 @@ TOKEN_FORMATS: tuple[tuple[str, str, bool], ...] = (
     # AI providers
     ("Anthropic key", rf"sk-ant-(?:api|admin|sid|oat)\d{{2}}-[{_URL}]{{20,200}}+", True),
     ("Anthropic key (short form)", rf"sk-ant-[{_URL}]{{8,200}}+", True),
-    ("OpenAI key", rf"sk-(?:proj-|svcacct-|admin-|None-)?[{_AN}][{_URL}]{{15,250}}+", False),
+    ("OpenAI key", rf"sk-(?:proj-|svcacct-|admin-|None-)?[{_AN}][{_URL}]{{15,250}}+", True),
     ("OpenRouter key", r"sk-or-v1-[a-f0-9]{64}", True),
     ("Groq key", rf"gsk_[{_AN}]{{40,80}}+", True),
     ("xAI key", rf"xai-[{_AN}]{{60,100}}+", True),
@@ -163,7 +163,7 @@ TOKEN_FORMATS: tuple[tuple[str, str, bool], ...] = (
     ("Facebook app token", r"\d{15,16}[|][0-9A-Za-z_\-]{27,40}", False),
     ("Mattermost / generic webhook path", r"/hooks/[a-z0-9]{26}", False),
     # payments and commerce
-    ("Stripe key", rf"(?:sk|rk|pk)_(?:test|live|prod)_[{_AN}]{{10,120}}+", False),
+    ("Stripe key", rf"(?:sk|rk|pk)_(?:test|live|prod)_[{_AN}]{{10,120}}+", True),
     ("Stripe webhook secret", r"whsec_[A-Za-z0-9+/=]{20,80}+", True),
     ("Square token", rf"(?:sq0atp-[{_URL}]{{22,60}}+|sq0csp-[{_URL}]{{43}}|EAAA[{_URL}+=]{{22,80}}+)", True),
     ("Shopify token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", True),
@@ -217,7 +217,7 @@ _RUN_START = frozenset(
     """AWS session token;Google OAuth access token;Fly.io token;Grafana API key;Sentry token;1Password service token;
     PyPI token;Dropbox token;Bitbucket / Atlassian token;Twitter bearer token;Facebook access token;JSON Web Token;
     JSON Web Token, base64-wrapped;Private key, base64-wrapped;Docker config, base64-wrapped;Vault token;
-    Slack refresh / config token;Mapbox token;Grafana token;GitLab token;Slack token""".replace("\n    ", "").split(";")
+    Slack refresh / config token;Mapbox token;Grafana token""".replace("\n    ", "").split(";")
 )
 
 
@@ -245,21 +245,17 @@ TOKEN = re.compile(
     + "|".join(_branch(label, p) for label, p, _g in TOKEN_FORMATS)
     + r")(?![A-Za-z0-9])"
 )
-# Distinctive formats glued to a letter or digit on their left (what an escape leaves): found by their
-# literal prefix (a plain substring search), then matched there.
+# Distinctive formats glued to a letter or digit on their left (an escape's remains read raw, `xghp_...`):
+# found by their prefix (a plain substring search: a few of them, as every text is searched for each), then
+# matched there. Escapes themselves are undone by the decoded view, so this is the second line of defence.
 GLUE_PREFIXES: tuple[str, ...] = (
-    *sorted(
-        prefix
-        for prefix in {_literal_prefix(p) for _, p, glue in TOKEN_FORMATS if glue}
-        if len(prefix) >= 4 and not prefix.isalpha() or prefix in ("xkeysib", "AIza", "LTAI", "PMAK", "HRKU", "GOCSPX")
-    ),
-    # formats written as alternatives, whose literal prefix cannot be read off the pattern
-    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "glpat-", "glptt-", "glrt-", "gldt-", "glft-", "glcbt-", "glsoat-"),
-    *("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxo-", "xoxe-", "AKIA", "ASIA", "SG.", "hvs.", "hvb."),
-    *("dop_v1_", "doo_v1_", "dor_v1_", "shpat_", "shpss_", "shpca_", "shppa_", "sntrys_", "sntryu_", "sbp_"),
-    *("ATATT3", "AKCp", "nfp_", "dp.pt.", "dp.st.", "sm_pat_", "sm_aat_", "sm_sat_", "sq0atp-", "sq0csp-"),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-ant-", "sk-proj-", "glpat-", "xoxb-", "xoxp-"),
+    *("xapp-", "AKIA", "ASIA", "AIza", "npm_", "pypi-AgEIcHlwaS5vcmc", "dop_v1_", "shpat_", "sk_live_"),
 )
-GLUED_TOKEN = re.compile(r"(?:" + "|".join(f"(?:{p})" for _, p, glue in TOKEN_FORMATS if glue) + r")(?![A-Za-z0-9])")
+GLUED_TOKEN = re.compile(
+    r"(?:" + "|".join(f"(?:{p})" for label, p, glue in TOKEN_FORMATS if glue and label not in _RUN_START) + r")"
+    r"(?![A-Za-z0-9])"
+)
 
 
 def glued_token_spans(text: str) -> list[tuple[int, int]]:
@@ -268,11 +264,13 @@ def glued_token_spans(text: str) -> list[tuple[int, int]]:
     for prefix in GLUE_PREFIXES:
         at = text.find(prefix)
         while at != -1:
+            nxt = at + len(prefix)
             if at > 0 and text[at - 1].isalnum():
                 m = GLUED_TOKEN.match(text, at)
                 if m:
                     spans.append(m.span())
-            at = text.find(prefix, at + len(prefix))
+                    nxt = m.end()
+            at = text.find(prefix, nxt)
     return spans
 
 

@@ -244,11 +244,12 @@ def looks_random(token: str, *, min_length: int = 16) -> bool:
 
 
 def _wordy(token: str) -> bool:
-    """Made of words: a path, a dotted name, snake_case or camelCase (vowels as in language, few digit runs)."""
+    """Made of words: a path, a dotted name, snake_case or camelCase. Words are read as a person writes them:
+    a generated key flips case letter by letter (many one-letter pieces) or runs five consonants together."""
     if token.count("/") >= 2 and not token.endswith("=") and "//" not in token:
         segments = [s for s in token.split("/") if s]
-        if all(len(s) < 24 for s in segments):
-            return True
+        if sum(bool(_WORDLIKE.fullmatch(s) or s.isdigit()) for s in segments) * 2 >= len(segments):
+            return True  # a path: `src/memory_server/api.py`
     parts = [p for p in re.split(r"[-_]", token) if p]
     if len(parts) >= 3 and max(map(len, parts)) <= 8 and any(_WORDLIKE.fullmatch(p) for p in parts):
         return True  # `all-MiniLM-L6-v2`, `x-request-id-2`
@@ -256,14 +257,19 @@ def _wordy(token: str) -> bool:
         segments = token.strip(".").split(".")
         if all(_IDENT.fullmatch(s) for s in segments) and any(_WORDLIKE.fullmatch(s) for s in segments):
             return True
-    letters = [c for c in token if c.isalpha()]
-    vowels = sum(c in _VOWELS for c in letters) / max(1, len(letters))
-    digit_runs = sum(r.isdigit() for r in _SEGMENT.findall(token))
-    if digit_runs > 2:
+    if sum(r.isdigit() for r in _SEGMENT.findall(token)) > 2:
         return False
-    word_starts = sum(1 for a, b in zip(letters, letters[1:], strict=False) if a.islower() and b.isupper())
-    return vowels >= 0.38 or (vowels >= 0.25 and 1 <= word_starts <= min(4, len(letters) * 0.2))
+    pieces = _CAMEL.findall(token)
+    if sum(len(p) == 1 for p in pieces) >= 2 or any(_CONSONANTS.search(p) for p in pieces):
+        return False  # `uMAs9xIOEAQMjvttoshT`, `hcfaorsgbz3xi2`
+    letters = [c for c in token if c.isalpha()]
+    upper = sum(c.isupper() for c in letters)
+    if len(letters) >= 12 and 0.35 <= upper / len(letters) <= 0.85:
+        return False  # `Ux5mfZTDKEV2IIYKaDJQ`: camelCase has a capital per word, not one letter in two
+    return sum(c in _VOWELS for c in letters) >= len(letters) * 0.25
 
 
+_CAMEL = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]")
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5}")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,80}")
 _WORDLIKE = re.compile(r"_?(?:[a-z]{3,30}|[A-Z][a-z]{2,30})(?:_[a-z]{2,30})*")

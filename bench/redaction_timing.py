@@ -1,0 +1,147 @@
+"""Redaction time on crafted text: does any pattern family grow faster than the text?
+
+For every token format of `sessions/secret_formats.py` and every other detector (credential names, command
+lines, key blocks, URLs, the decoded view, `<private>` tags), a few adversarial units are repeated to fill a
+10 KB and a 100 KB text: the format's own prefix glued to itself or to characters of its alphabet, the
+strings that made the old patterns backtrack (`x-x-x-`, `a.a.a.`, `mysql mysql`, `ldap...`, `*****`), and
+names and separators without values. Each text goes through `redact.clean` (what sessions, queries and
+reports use); the ratio of the 100 KB time to the 10 KB time is printed per family (linear time gives about
+10; the goal is at most 12), with the seconds, and how many times the last-resort budget fired (goal: 0).
+
+    python bench/redaction_timing.py                 # every family (about 5 minutes on 2 cores)
+    python bench/redaction_timing.py --quick         # the detectors and a tenth of the formats
+
+Timing: CPU time of the process, best of `--repeat` runs for the 100 KB text and twice as many for the 10 KB
+one (the machine is shared), in one process; a ratio over 11 is measured again with three times the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import default_json_out, environment, format_table, log, write_json  # noqa: E402
+
+from memory_server.sessions import redact  # noqa: E402
+from memory_server.sessions.secret_formats import TOKEN_FORMATS  # noqa: E402
+
+SMALL, LARGE = 10_000, 100_000
+GOAL_RATIO = 12.0
+
+# Families beyond the token table: (name, units). Each unit is repeated to the text's length.
+DETECTOR_FAMILIES: list[tuple[str, list[str]]] = [
+    ("old backtrackers", ["x-", "a.", "mysql ", "ldap", "*", "curl ", "ldapsearch -w ", "-p"]),
+    ("credential names", ["password=", "key: ", "token ", "pass ", "'password', ", "<password>", "Password"]),
+    ("names and separators", ['api_key="', "secret: '", "auth=(", "--password ", "token:=", "pw => ", "x.key."]),
+    ("prose", ["the password is ", "key is: ", "token for the prod db is ", "secret to "]),
+    ("commands", ["mysql -p", "sudo -S ", "echo x | ", "htpasswd -b ", "curl -u a:", "machine x password "]),
+    ("key blocks", ["-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN ", "PuTTY-User-Key-File-3: ", "PRIVATE KEY"]),
+    ("urls", ["://", "a:a@", "https://a:b@", "://x@", "?token=", "&sig="]),
+    ("decoded view", ["\\n", "\\\\\\n", "%22", "%25", "&quot;", "\\u0041", '\\"password\\": \\"']),
+    ("random tokens", ["aB3xY9qZ7kL2mN5p ", "key aB3xY9qZ7kL2mN5pQ8rS ", "aB3+/", "A" * 22]),
+    ("private tags", ["<private>", "</private>", "<private ", "<private a='", "<Private>x"]),
+    ("quotes", ["'", '"', "`", "\"'", '("', '["']),
+]
+
+
+def _literal_prefix(pattern: str) -> str:
+    m = re.match(r"(?:[A-Za-z0-9_~\-]|\\[.\-])+", pattern)
+    return m.group().replace("\\", "") if m else ""
+
+
+def format_units(pattern: str) -> list[str]:
+    """Adversarial units for one token format: its prefix glued to itself, to letters, to separators."""
+    prefix = _literal_prefix(pattern) or "a"
+    return [prefix, prefix + "-", prefix + "a" * 7 + ".", prefix + "A1b2_", prefix + "=" + prefix[:1]]
+
+
+def fill(unit: str, size: int) -> str:
+    return (unit * (size // max(1, len(unit)) + 1))[:size]
+
+
+def timed(text: str, repeat: int) -> float:
+    """CPU seconds of this process (others on the machine change wall-clock time far more), best of `repeat`."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        redact.clean(text)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def ratio_of(unit: str, repeat: int) -> tuple[float, float, float]:
+    small = timed(fill(unit, SMALL), repeat * 2)
+    large = timed(fill(unit, LARGE), repeat)
+    return small, large, large / max(small, 1e-6)
+
+
+def measure(family: str, units: list[str], repeat: int) -> dict[str, Any]:
+    """The family's worst unit. A ratio over 11 is measured again with three times the runs before it
+    counts: on a shared machine one run in a few dozen is off by a fifth."""
+    worst: dict[str, Any] = {}
+    for unit in units:
+        small, large, ratio = ratio_of(unit, repeat)
+        if ratio > 11:
+            small, large, ratio = ratio_of(unit, repeat * 3)
+        if not worst or ratio > worst["ratio"]:
+            worst = {"unit": unit, "small_s": small, "large_s": large, "ratio": ratio}
+    return {"family": family, **worst}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the detector families and every tenth format")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the 100 KB text; the best counts (default 3)")
+    parser.add_argument("--json", type=Path, default=default_json_out("redaction_timing"))
+    args = parser.parse_args(argv)
+    families = list(DETECTOR_FAMILIES)
+    formats = TOKEN_FORMATS[::10] if args.quick else TOKEN_FORMATS
+    families += [(f"format: {label}", format_units(pattern)) for label, pattern, _glue in formats]
+    fired_before = redact.budget_fired()
+    rows: list[dict[str, Any]] = []
+    for i, (family, units) in enumerate(families, 1):
+        log(f"[{i}/{len(families)}] {family}")
+        rows.append(measure(family, units, args.repeat))
+    fired = redact.budget_fired() - fired_before
+    worst = max(rows, key=lambda r: r["ratio"])
+    slowest = max(rows, key=lambda r: r["large_s"])
+    table = [
+        (
+            r["family"],
+            repr(r["unit"])[:28],
+            f"{r['small_s'] * 1000:.1f}",
+            f"{r['large_s'] * 1000:.1f}",
+            f"{r['ratio']:.1f}",
+        )
+        for r in sorted(rows, key=lambda r: -r["ratio"])
+    ]
+    print(format_table(("family", "worst unit", "10 KB ms", "100 KB ms", "ratio"), table, "Redaction time"))
+    print()
+    print(f"families: {len(rows)}; worst ratio {worst['ratio']:.1f} ({worst['family']}); goal <= {GOAL_RATIO:.0f}")
+    print(f"slowest 100 KB text: {slowest['large_s']:.3f} s ({slowest['family']}, {slowest['unit']!r})")
+    print(f"last-resort budget fired: {fired} times (goal: 0)")
+    ok = worst["ratio"] <= GOAL_RATIO and fired == 0
+    write_json(
+        args.json,
+        {
+            "environment": environment(),
+            "sizes": [SMALL, LARGE],
+            "families": rows,
+            "worst_ratio": worst["ratio"],
+            "worst_family": worst["family"],
+            "slowest_large_s": slowest["large_s"],
+            "budget_fired": fired,
+            "goal_met": ok,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
