@@ -29,6 +29,8 @@ from memory_server.commands.common import (
 from memory_server.commands.dream import dream
 from memory_server.commands.hook import hook
 from memory_server.errors import MemoryServerError
+from memory_server.files.root import MemoryRoot
+from memory_server.parse.text import as_data
 
 log = logging.getLogger("memory_server.cli")
 
@@ -87,7 +89,7 @@ def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
         memory.close()
     click.echo(report.summary())
     for rel in report.skipped:
-        click.echo(f"skipped: {rel}", err=True)
+        click.echo(f"skipped: {as_data(rel)}", err=True)
 
 
 @cli.command(help="Run the same search the MCP tools run.", short_help="search the memory")
@@ -123,16 +125,16 @@ def search(
         echo_json({"hits": [h.to_dict() for h in hits], "mode": mode, **({"note": note} if note else {})})
         return
     if note:  # why the answer may be incomplete (never indexed, semantic index not built yet)
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {as_data(note)}", err=True)
     if not hits:
         click.echo("no hits")
-    for h in hits:
-        where = f"{h.path}:{h.start_line}-{h.end_line}"
+    for h in hits:  # file names and text are data: no terminal escape or line break from a file gets through
+        where = f"{as_data(h.path)}:{h.start_line}-{h.end_line}"
         label = f" {h.match}" if h.match else ""
-        heading = f" > {h.heading}" if h.heading else ""
-        click.echo(f"{where}  [{h.layer}{label}] {h.score:.4f}  {h.title}{heading}")
+        heading = f" > {as_data(h.heading)}" if h.heading else ""
+        click.echo(f"{where}  [{h.layer}{label}] {h.score:.4f}  {as_data(h.title)}{heading}")
         for line in h.text.splitlines():
-            click.echo(f"    {line}")
+            click.echo(f"    {as_data(line)}")
 
 
 @cli.command(
@@ -150,17 +152,22 @@ def status(as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
-    click.echo(f"root: {info['root']}")
+    click.echo(f"root: {as_data(info['root'])}")
     click.echo(f"files: {info['files']} {info['files_by_layer']}  chunks: {info['chunks']}")
     kw = info["keyword_index"]
     click.echo(f"keyword index: {'up to date' if kw['fresh'] else str(kw['pending_count']) + ' files pending'}")
     sem = info["semantic_index"]
     late = f", late interaction on ({sem['token_vectors']} token vectors)" if sem.get("late_interaction") else ""
     click.echo(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}{late}")
-    for p in info["problem_files"]:
+    for p in info["problem_files"]:  # already quoted as data by status
         click.echo(f"{p['status']}: {p['path']}: {p['reason']}")
+    queue = info.get("sessions_queue") or {}
+    for item in queue.get("items", []):
+        click.echo(f"session {item['state']}: {item['transcript']}: {item['reason']}")
+    if queue.get("items"):
+        click.echo(f"  {queue['how']}")
     if "config_error" in info:
-        click.echo(f"config_error: {info['config_error']}")
+        click.echo(f"config_error: {as_data(info['config_error'])}")
     for note in info["notes"]:
         click.echo(f"note: {note}")
 
@@ -168,12 +175,15 @@ def status(as_json: bool) -> None:
 @cli.command(
     help="Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL). Never overwrites: an "
     "unchanged transcript is skipped, a transcript that grew gets a continuation file. --all DIR backfills every "
-    "transcript of a project folder (e.g. ~/.claude/projects/<project>). One transcript that fails does not "
-    "stop the others (the session hooks run this in the background).",
+    "transcript of a project folder (e.g. ~/.claude/projects/<project>). --pending compresses the sessions that "
+    "wait in the queue (a session end whose compression could not run yet; `status` lists them). One transcript "
+    "that fails does not stop the others; one that waits too long for another compression is queued, not lost.",
     short_help="write compressed sessions for Claude Code transcripts",
 )
 @click.argument("transcripts", nargs=-1, metavar="[TRANSCRIPT.jsonl]...")
 @click.option("--all", "all_dir", metavar="DIR", help="compress every transcript under DIR")
+@click.option("--pending", is_flag=True, help="compress the sessions waiting in the queue")
+@click.option("--automatic", is_flag=True, hidden=True, help="(the hooks' job) skip transcripts that keep failing")
 @click.option("--transcript-root", metavar="DIR", help="refuse transcripts outside this folder")
 @click.option(
     "--lock-timeout",
@@ -183,14 +193,22 @@ def status(as_json: bool) -> None:
 )
 @common_options
 def compress(
-    transcripts: tuple[str, ...], all_dir: str | None, transcript_root: str | None, lock_timeout: float | None
+    transcripts: tuple[str, ...],
+    all_dir: str | None,
+    pending: bool,
+    automatic: bool,
+    transcript_root: str | None,
+    lock_timeout: float | None,
 ) -> int:
     from memory_server.files.root import MemoryRoot
-    from memory_server.sessions.compress import LOCK_TIMEOUT, compress_all, compress_transcript
+    from memory_server.sessions.compress import LOCK_TIMEOUT, compress_all
 
-    if not all_dir and not transcripts:
-        raise click.UsageError("give a transcript (.jsonl) to compress, or --all DIR to backfill a project")
+    if not all_dir and not transcripts and not pending:
+        raise click.UsageError(
+            "give a transcript (.jsonl) to compress, --all DIR to backfill a project, or --pending for the queue"
+        )
     root = MemoryRoot(root_path())
+    wait = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
     written: list[Path] = []
     if all_dir:
         progress = StageProgress()
@@ -202,25 +220,54 @@ def compress(
             )
         finally:
             progress.close()
-    failed = False
-    for transcript in transcripts:  # one bad transcript does not stop the others
-        try:
-            written.extend(
-                compress_transcript(
-                    transcript,
-                    root,
-                    transcript_root=transcript_root,
-                    lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
-                )
-            )
-        except MemoryServerError as exc:
-            click.echo(f"memory-server: {exc}", err=True)
-            failed = True
+    failed = _compress_each(root, transcripts, written, wait, transcript_root)
+    if pending:
+        failed = _compress_queue(root, written, wait, automatic, transcript_root) or failed
     for path in written:
-        click.echo(root.relpath(path))
+        click.echo(as_data(root.relpath(path)))
     if not written and not failed:
         click.echo("nothing new to compress", err=True)
     return 2 if failed else 0
+
+
+def _compress_each(
+    root: MemoryRoot, transcripts: tuple[str, ...], written: list[Path], wait: float, transcript_root: str | None
+) -> bool:
+    """Compress the named transcripts; one that waits too long for the lock is queued. True if any failed."""
+    from memory_server.errors import LockedError
+    from memory_server.sessions.compress import compress_transcript
+    from memory_server.sessions.pending import enqueue
+
+    failed = False
+    for transcript in transcripts:  # one bad transcript does not stop the others
+        try:
+            written.extend(compress_transcript(transcript, root, transcript_root=transcript_root, lock_timeout=wait))
+        except LockedError as exc:
+            enqueue(root, transcript, str(exc))
+            click.echo(
+                f"memory-server: queued {as_data(transcript)}: {exc}. The next session hook, the server or "
+                "`memory-server compress --pending` compresses it",
+                err=True,
+            )
+        except MemoryServerError as exc:
+            click.echo(f"memory-server: {as_data(str(exc))}", err=True)
+            failed = True
+    return failed
+
+
+def _compress_queue(
+    root: MemoryRoot, written: list[Path], wait: float, automatic: bool, transcript_root: str | None
+) -> bool:
+    """Drain the queue; say what still waits or failed, and why. True if any failed."""
+    from memory_server.sessions.pending import drain
+
+    report = drain(root, lock_timeout=wait, automatic=automatic, transcript_root=transcript_root)
+    written.extend(report.written)
+    for item in report.waiting:
+        click.echo(f"waiting: {as_data(item.transcript)}: {as_data(item.reason)}", err=True)
+    for item in report.failed:
+        click.echo(f"failed: {as_data(item.transcript)}: {as_data(item.reason)}", err=True)
+    return bool(report.failed)
 
 
 @cli.command(

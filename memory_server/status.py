@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 from memory_server.dream.gate import DreamGate
 from memory_server.errors import MemoryServerError, VectorStoreError
 from memory_server.parse.memory_md import check_memory_index, memory_index_notes
+from memory_server.parse.text import as_data
+from memory_server.sessions.pending import queued as queued_sessions
+from memory_server.sessions.redact import budget_fired
 
 if TYPE_CHECKING:
     from memory_server.api import Memory
@@ -56,7 +59,7 @@ def build_status(memory: Memory) -> dict[str, Any]:
         if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
     ]
     problems = [
-        {"path": f.path, "status": f.status, "reason": f.message}
+        {"path": as_data(f.path), "status": f.status, "reason": as_data(f.message)}
         for f in sorted(files.values(), key=lambda f: f.path)
         if f.status != "ok"
     ]
@@ -65,14 +68,20 @@ def build_status(memory: Memory) -> dict[str, Any]:
         layers[f.layer] = layers.get(f.layer, 0) + 1
     on_disk = dict(memory.root.memory_files())  # one walk of the tree for the whole status
     pending = pending_files(memory, on_disk)
-    problems.extend({"path": path, "status": "skipped", "reason": why} for path, why in memory.root.left_out)
+    problems.extend(
+        {"path": as_data(path), "status": "skipped", "reason": as_data(why)} for path, why in memory.root.left_out
+    )
     out: dict[str, Any] = {
         "root": str(memory.root.path),
         "files": counts["files"],
         "files_by_layer": layers,
         "chunks": counts["chunks"],
         "chunks_by_layer": {k[7:]: v for k, v in counts.items() if k.startswith("chunks_")},
-        "keyword_index": {"fresh": not pending, "pending_files": pending[:20], "pending_count": len(pending)},
+        "keyword_index": {
+            "fresh": not pending,
+            "pending_files": [as_data(p) for p in pending[:STATUS_LIST_LIMIT]],
+            "pending_count": len(pending),
+        },
         "semantic_index": {
             "enabled": memory.vectors is not None,
             "backend": memory.vectors.description if memory.vectors is not None else None,
@@ -90,6 +99,13 @@ def build_status(memory: Memory) -> dict[str, Any]:
         "problem_files": problems,
         "notes": list(memory.indexer.notes),
     }
+    out["sessions_queue"] = queue_status(memory)
+    fired = budget_fired()
+    if fired:
+        out["notes"].append(
+            f"{fired} texts were too costly to check for secrets and were replaced whole in memory "
+            "(`[REDACTED: text too costly ...]`); nothing of them was kept"
+        )
     out["dream"] = dream_status(memory)
     topic_paths = sorted(p for p, layer in on_disk.items() if layer == "topic" and p.startswith("topics/"))
     index_report = check_memory_index(memory.root.path, topic_paths)
@@ -102,6 +118,7 @@ def build_status(memory: Memory) -> dict[str, Any]:
         items = index_report.get(key) or []
         index_report[key.split("_")[0] + "_count"] = len(items)
         index_report[key] = items[:STATUS_LIST_LIMIT]
+    out["notes"] = [as_data(n) for n in out["notes"]]
     if len(out["notes"]) > STATUS_LIST_LIMIT:
         more = len(out["notes"]) - STATUS_LIST_LIMIT
         out["notes"] = [*out["notes"][:STATUS_LIST_LIMIT], f"and {more} more notes"]
@@ -117,3 +134,18 @@ def dream_status(memory: Memory) -> dict[str, Any]:
         return {"due": False, "reason": str(exc)}
     how = "run /dream (without an agent: memory-server dream run)" if due else None
     return {"due": due, "reason": reason, "how": how}
+
+
+def queue_status(memory: Memory) -> dict[str, Any]:
+    """Sessions waiting to be compressed (a session end whose compression could not run yet) or failed, why,
+    and how to finish them; bounded."""
+    items = queued_sessions(memory.root)
+    waiting = sum(1 for i in items if i.state == "waiting")
+    out: dict[str, Any] = {"waiting": waiting, "failed": len(items) - waiting}
+    if items:
+        out["items"] = [
+            {**i.to_dict(), "transcript": as_data(i.transcript), "reason": as_data(i.reason)}
+            for i in items[:STATUS_LIST_LIMIT]
+        ]
+        out["how"] = "run `memory-server compress --pending` (the next session hook or the server does it too)"
+    return out

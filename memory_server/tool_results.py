@@ -88,6 +88,21 @@ class ProblemFile(BaseModel):
     reason: str | None = None
 
 
+class QueuedSession(BaseModel):
+    transcript: str
+    state: Literal["waiting", "failed"]
+    reason: str
+    queued: str
+    attempts: int
+
+
+class SessionsQueue(BaseModel):
+    waiting: int  # session ends whose compression has not run yet (another one held the lock)
+    failed: int  # transcripts that could not be compressed (unreadable), with why in items
+    items: list[QueuedSession] | None = None
+    how: str | None = None
+
+
 class DreamStatus(BaseModel):
     due: bool
     reason: str
@@ -108,6 +123,7 @@ class Status(BaseModel):
     problem_files: list[ProblemFile]
     problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
+    sessions_queue: SessionsQueue | None = None
     dream: DreamStatus
     memory_index: dict[str, Any] | None = None
     config_error: str | None = None

@@ -1,8 +1,9 @@
 """`memory-server hook session-start | session-end | pre-compact`: what Claude Code's hooks run.
 
 Each reads the hook's JSON on stdin. session-start prints a short line when a /dream is due (else nothing);
-session-end and pre-compact start compressing the session's transcript in a detached background process
-and return at once. A hook never fails the person's session: problems go to stderr, exit status 0.
+session-end and pre-compact queue the session's transcript and start compressing it in a detached background
+process, and return at once. Every hook starts the compression of sessions still waiting in the queue. A
+hook never fails the person's session: problems go to stderr, exit status 0.
 The root is --root, else $MEMORY_ROOT, else the hook input's `cwd`, else the current folder.
 """
 
@@ -64,6 +65,7 @@ def _run(event: str) -> None:
             text = session_start(payload, root)
             if text:
                 click.echo(text)
+            _resume_pending(root)
             return
         from memory_server.files.root import MemoryRoot
         from memory_server.sessions.hooks import pre_compact, session_end
@@ -72,6 +74,15 @@ def _run(event: str) -> None:
         handler(payload, MemoryRoot(root))
     except Exception as exc:  # a hook must never break the session; say what happened on stderr
         click.echo(f"memory-server hook {event}: {exc}", err=True)
+
+
+def _resume_pending(root: Path) -> None:
+    """Sessions a past hook queued and nothing has compressed yet: start their compression now."""
+    from memory_server.files.root import MemoryRoot, is_memory_root
+    from memory_server.sessions.hooks import resume_pending
+
+    if is_memory_root(root) and not MemoryRoot(root).read_only:
+        resume_pending(MemoryRoot(root))
 
 
 @hook.command("session-start", help="SessionStart: print one short line when a /dream is due, else nothing.")
