@@ -19,11 +19,12 @@ from memory_server import browse, status
 from memory_server.dream.recall import RecallLog
 from memory_server.errors import (
     ConfigError,
+    IndexUnavailableError,
     LockedError,
     VectorStoreError,
 )
 from memory_server.files.root import MemoryRoot
-from memory_server.files.sqlite import is_damage
+from memory_server.files.sqlite import is_damage, unavailable_reason
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import embed_text
 from memory_server.index.embedder import Embedder, MiniLMEmbedder
@@ -91,6 +92,7 @@ class Memory:
         self.on_repair_needed: Callable[[], None] | None = None  # the server's background sync sets this
         self._cache_keys: dict[tuple[str, str, str, str | None], str] = {}
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
+        self._closed = False
 
     @classmethod
     def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> Memory:
@@ -104,6 +106,7 @@ class Memory:
             return memory
 
     def close(self) -> None:
+        self._closed = True
         self.recall.close()
         self.fts.close()
         self.indexer.cache.close()
@@ -191,6 +194,8 @@ class Memory:
                     raise
                 self.vector_error = str(exc)
                 log.warning("semantic index unavailable, answering from keywords: %s", exc)
+                if vectors.damaged and self.on_repair_needed is not None:
+                    self.on_repair_needed()  # the store is damaged: the background worker remakes it now
                 return search_hybrid(self.fts, None, None, q, self.settings.search, self.settings.ranking)
 
         hits, mode = self._keyword_guard(run)
@@ -228,16 +233,29 @@ class Memory:
         return None
 
     def _keyword_guard(self, run: Callable[[], T]) -> T:
-        """Run a search; if the keyword index turns out to be unreadable (truncated, garbage, deleted under
-        us), rebuild it from the files and run the search once more."""
+        """Run a search; if the keyword index turns out to be damaged (truncated, garbage, deleted under us),
+        rebuild it from the files and run the search once more. The one place SQLite's errors become ours:
+        only damage starts a repair (never a busy, full, read-only or closed database, never on shutdown)."""
         try:
             return run()
         except (sqlite3.Error, CorruptIndexError) as exc:
-            if isinstance(exc, sqlite3.OperationalError) and not is_damage(exc):
-                raise LockedError(f"the keyword index is busy ({exc}); try again in a moment") from exc
+            if not isinstance(exc, CorruptIndexError) and not is_damage(exc):
+                reason = unavailable_reason(exc)
+                if "busy" in reason:
+                    raise LockedError(reason) from exc
+                raise IndexUnavailableError(reason) from exc
+            if self.closing:
+                raise IndexUnavailableError(
+                    f"the memory is shutting down; not repairing the index now ({exc})"
+                ) from exc
             log.warning("keyword index unreadable during a search (%s); rebuilding it from the files", exc)
         self.repair()
         return run()
+
+    @property
+    def closing(self) -> bool:
+        """True once the memory is closed or its server is stopping: no repair starts then."""
+        return self._closed or self.indexer.cancel.is_set()
 
     def repair(self) -> None:
         """Check the keyword index and rebuild it from the files if it is unreadable (vectors follow in the

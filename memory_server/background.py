@@ -1,29 +1,45 @@
 """The server's background work: bring the indices up to date at start, then follow file changes.
 
-Keyword index first (a few seconds at most, so search_exact is complete early), then vectors (the model
-loads here, never during the MCP handshake). Then the watcher re-indexes changed paths, and a periodic
-sweep (sooner when a search finds the vector store gone) catches anything an event missed and repairs
-indices that disagree with the files. Another process holding the writer lock is not an error: this
-one retries a little later. `stop()` returns within about two seconds.
+One worker thread owns all of it. Keyword index first (a few seconds at most, so search_exact is complete
+early), then vectors (the model loads here, never during the MCP handshake). Then the watcher adds changed
+paths to a pending set and wakes the worker; a periodic sweep (sooner when a search finds the vector store
+gone) catches anything an event missed, repairs indices that disagree with the files, and starts the
+compression of sessions still waiting in the queue (`sessions/pending.py`). A pass that fails (another
+process holds the writer lock, a full disk) keeps its work pending and is tried again after a back-off that
+doubles from 2 × RETRY_SECONDS to MAX_RETRY_SECONDS while the failure lasts; changes arriving meanwhile join the
+pending set instead of starting anything new. `stop()` returns within about two seconds.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from dataclasses import dataclass, field
 
 from memory_server.api import Memory
 from memory_server.errors import LockedError, MemoryServerError
 from memory_server.index.indexer import IndexCancelled
 from memory_server.index.watcher import Watcher
+from memory_server.sessions.hooks import resume_pending
 
 log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 60.0
-INITIAL_RETRY_SECONDS = 2.0
 RETRY_SECONDS = 1.0  # after a failed pass, wait this long, doubling while it keeps failing
 MAX_RETRY_SECONDS = 60.0
 START_DELAY_SECONDS = 0.5
+
+
+@dataclass
+class _Work:
+    """What the worker has still to do: a full sync, and paths the watcher reported."""
+
+    full: bool = False
+    paths: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return self.full or bool(self.paths)
 
 
 class Background:
@@ -31,13 +47,16 @@ class Background:
         self.memory = memory
         self.watch = watch
         self._stop = threading.Event()
-        self._wake = threading.Event()  # a full sync is wanted now (the vector store vanished under a search)
-        memory.on_repair_needed = self._wake.set
+        self._cond = threading.Condition()
+        self._work = _Work(full=True)
+        memory.on_repair_needed = self.request_full_sync
         self._thread: threading.Thread | None = None
         self._watcher: Watcher | None = None
         self._begin = threading.Event()  # a search is waiting: skip the start delay
         self.keyword_ready = threading.Event()  # the first keyword pass has run (or failed)
         self._retry_seconds = RETRY_SECONDS
+        self._retry_at = 0.0  # monotonic time before which no pass is tried (back-off after a failure)
+        self.passes = 0  # sync passes run (tests and status)
 
     def start(self) -> None:
         if self._thread is not None:
@@ -53,52 +72,71 @@ class Background:
         self._begin.set()
         return self.keyword_ready.wait(timeout)
 
+    def request_full_sync(self) -> None:
+        """Have the worker compare every file with the indices as soon as it can (a store vanished)."""
+        with self._cond:
+            self._work.full = True
+            self._cond.notify()
+
     def stop(self, timeout: float = 1.5) -> None:
         self._stop.set()
         self._begin.set()
-        self._wake.set()
+        with self._cond:
+            self._cond.notify()
         self.memory.indexer.cancel.set()
         if self._watcher is not None:
             self._watcher.stop(timeout)
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout)
 
+    # -- one pass -------------------------------------------------------------------------------------
+
     def _sync(self, paths: set[str] | None, *, vectors: bool = True, verify: bool = False) -> bool:
+        """One pass over `paths` (None: every file); True when it succeeded."""
         if self._stop.is_set():
             return False
         try:
             report = self.memory.index(
                 paths=sorted(paths) if paths is not None else None, vectors=vectors, timeout=5.0, verify=verify
             )
+            self.passes += 1
             if report.changed or report.vectors_written:
                 log.info("index: %s", report.summary())
             self._failed(None)
             return True
-        except LockedError:
-            log.info("another process is writing the index; will retry")
+        except LockedError as exc:
+            log.info("another process is writing the index; trying again later")
+            self._failed(exc, quiet=True)
         except IndexCancelled:
             pass
         except MemoryServerError as exc:
             log.error("indexing failed: %s", exc)
             self.memory.vector_error = str(exc)
             self._failed(exc)
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a bug, or a panic in a native library: the worker must go on
             if not self._stop.is_set():
                 log.exception("indexing failed")
                 self._failed(exc)
         return False
 
-    def _failed(self, exc: BaseException | None) -> None:
+    def _failed(self, exc: BaseException | None, *, quiet: bool = False) -> None:
         """Remember why indexing stopped (memory_status shows it) and back off before the next attempt."""
         if exc is None:
             self.memory.index_failure = None
             self._retry_seconds = RETRY_SECONDS
+            self._retry_at = 0.0
             return
         self._retry_seconds = min(self._retry_seconds * 2, MAX_RETRY_SECONDS)
-        self.memory.index_failure = (
-            f"{type(exc).__name__}: {exc}; trying again in {self._retry_seconds:.0f} s (fix the cause, e.g. free "
-            "disk space or make .memory/ writable; `memory-server index` shows the full error)"
-        )
+        self._retry_at = time.monotonic() + self._retry_seconds
+        if not quiet:
+            self.memory.index_failure = (
+                f"{type(exc).__name__}: {exc}; trying again in {self._retry_seconds:.0f} s (fix the cause, e.g. free "
+                "disk space or make .memory/ writable; `memory-server index` shows the full error)"
+            )
+
+    # -- the worker -----------------------------------------------------------------------------------
 
     def _run(self) -> None:
         # Let the MCP handshake finish first: indexing competes with it for the interpreter.
@@ -117,9 +155,6 @@ class Background:
             self._sync(None, vectors=False, verify=True)
         finally:
             self.keyword_ready.set()
-        # Until the first full sync succeeds (another process may hold the writer lock), retry soon.
-        while not self._sync(None) and not self._stop.wait(max(INITIAL_RETRY_SECONDS, self._retry_seconds)):
-            pass
         if self.watch and not self._stop.is_set():
             self._watcher = Watcher(
                 self.memory.root,
@@ -127,16 +162,49 @@ class Background:
                 debounce=self.memory.settings.index.watch_debounce_seconds,
             )
             self._watcher.start()
+        next_sweep = 0.0  # the first full sync (with vectors) runs at once
         while not self._stop.is_set():
-            self._wake.wait(SWEEP_SECONDS)
-            self._wake.clear()
-            if not self._stop.is_set():
-                self._sync(None)
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + SWEEP_SECONDS
+                self._sweep()
+            work = self._next_work(next_sweep)
+            if work and not self._sync(None if work.full else work.paths):
+                self._requeue(work)
+
+    def _sweep(self) -> None:
+        """The periodic full comparison, and the sessions the queue still holds."""
+        with self._cond:
+            self._work.full = True
+        try:
+            resume_pending(self.memory.root)
+        except (OSError, MemoryServerError) as exc:
+            log.warning("could not start compressing the queued sessions: %s", exc)
+
+    def _next_work(self, deadline: float) -> _Work:
+        """Wait until there is work and the back-off is over (or the sweep is due, or stop); take the work."""
+        with self._cond:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if self._work and now >= self._retry_at:
+                    work, self._work = self._work, _Work()
+                    return work
+                wake = min(deadline, self._retry_at if self._work else deadline)
+                if now >= deadline:
+                    return _Work()
+                self._cond.wait(max(0.05, wake - now))
+        return _Work()
+
+    def _requeue(self, work: _Work) -> None:
+        """A failed pass keeps its work for the next attempt, merged with whatever arrived meanwhile."""
+        with self._cond:
+            self._work.full = self._work.full or work.full
+            self._work.paths |= work.paths
 
     def _on_change(self, paths: set[str] | None) -> None:
-        if not self._sync(paths) and not self._stop.is_set():
-            # Keep the change for the next attempt (the periodic sweep also catches it), backing off while
-            # the failure lasts.
-            timer = threading.Timer(self._retry_seconds, self._on_change, args=(paths,))
-            timer.daemon = True
-            timer.start()
+        """The watcher's callback: add the paths (None: everything) to the pending work and wake the worker."""
+        with self._cond:
+            if paths is None:
+                self._work.full = True
+            else:
+                self._work.paths |= paths
+            self._cond.notify()

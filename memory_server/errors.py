@@ -12,6 +12,7 @@ with that message, and the command line prints it to stderr and exits with statu
     ├── ModelError             the embedding model or its tokenizer cannot be found or loaded
     ├── VectorStoreError       the Chroma index (embedded or server) cannot be reached or used
     ├── LockedError            another process holds a lock we need (index writer, dream, compression)
+    ├── IndexUnavailableError  an index cannot be used now, without being damaged (full disk, closing, no file handles)
     ├── TranscriptError        a Claude Code transcript cannot be read at all
     └── DreamError             a dream proposal cannot be made, applied or rejected
         └── StaleProposalError a target file changed after the proposal was written
@@ -54,6 +55,11 @@ class VectorStoreError(MemoryServerError):
 
 class LockedError(MemoryServerError):
     """Another process holds a lock this operation needs."""
+
+
+class IndexUnavailableError(MemoryServerError):
+    """An index cannot be used right now (a full disk, a read-only folder, no file handles left, the memory
+    is closing), although nothing says it is damaged: no repair is started."""
 
 
 class TranscriptError(MemoryServerError):

@@ -98,7 +98,9 @@ def tool_errors(fn: F) -> F:
             return compact(fn(*args, **kwargs))
         except MemoryServerError as exc:
             raise ToolError(str(exc)) from exc
-        except Exception as exc:  # a bug: say so instead of failing silently
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
             log.exception("tool %s failed", fn.__name__)
             raise ToolError(
                 f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has details."

@@ -3,7 +3,9 @@
 The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
 variable, else the current folder. Errors end the command with one line on stderr saying what to do, and
 exit status 2: every MemoryServerError, an OSError (a full disk, a read-only file system, a permission),
-a SQLite error and a usage error alike. A reader that closes the pipe early (`| head`) ends it quietly.
+a SQLite error and a usage error alike; anything else too (a bug, a panic in a native library), with its
+traceback only under -v. No command prints a traceback otherwise. A reader that closes the pipe early
+(`| head`) ends it quietly.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ INTERRUPTED_STATUS = 130
 LOG_FORMAT = "memory-server: %(levelname)s %(name)s: %(message)s"
 VERBOSE_LOG_FORMAT = "%(asctime)s memory-server %(process)d %(levelname)s %(name)s: %(message)s"
 _META_ROOT = "memory_server.root"
+
+log = logging.getLogger("memory_server.cli")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -151,6 +155,17 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _unexpected(prog_name: str, exc: BaseException) -> int:
+    """A failure nobody planned for: one line saying what and what to do; the traceback only with -v."""
+    log.debug("unexpected failure", exc_info=exc)
+    click.echo(
+        f"{prog_name}: unexpected {type(exc).__name__}: {str(exc)[:300]}. This is a bug: run the command again "
+        "with -v for the details, and report them",
+        err=True,
+    )
+    return ERROR_STATUS
+
+
 def run(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
     """Run the command line and turn every way it can end into an exit status (see the module docstring)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=LOG_FORMAT)
@@ -180,10 +195,14 @@ def run(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
         except Exception as exc:
             import sqlite3
 
-            if not isinstance(exc, sqlite3.Error):
+            if isinstance(exc, sqlite3.Error):
+                click.echo(f"{prog_name}: {describe_sqlite_error(exc)}", err=True)
+                return ERROR_STATUS
+            return _unexpected(prog_name, exc)
+        except BaseException as exc:  # a panic in a library's native core (pyo3's PanicException)
+            if isinstance(exc, SystemExit | GeneratorExit):
                 raise
-            click.echo(f"{prog_name}: {describe_sqlite_error(exc)}", err=True)
-            return ERROR_STATUS
+            return _unexpected(prog_name, exc)
     except BrokenPipeError:
         _quiet_stdout()  # whoever read our output stopped reading (`| head`): nothing is wrong
         return 1

@@ -4,9 +4,14 @@ Every database here is derived state shared by several threads and processes: op
 (callers BEGIN what must be atomic), with a busy timeout and the write-ahead log. On a read-only root the
 database is opened read-only, so searches still work from an index built earlier.
 
+`ThreadConnections` owns the connections of one database: one per thread (the MCP SDK runs tools in a pool
+of worker threads that come and go), each closed when its thread ends, and all of them by `close()`. So the
+open files of a long-running server stay as many as its live threads, however many searches it answers.
+
 A truncated or overwritten database raises `sqlite3.DatabaseError` ("file is not a database", "database
 disk image is malformed"); a busy one raises `OperationalError` ("database is locked"), which is not
-damage and must never cause a reset.
+damage and must never cause a reset. `is_damage` tells them apart by SQLite's own error code; a closed
+connection or a misuse (`ProgrammingError`, `InterfaceError`) is never damage.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -73,14 +81,109 @@ def rollback(conn: sqlite3.Connection) -> None:
         log.debug("rollback after an error failed too: %s", exc)
 
 
+# SQLite's primary result codes that mean the file's content is wrong (the extended codes keep them in the low byte).
+SQLITE_CORRUPT = 11
+SQLITE_NOTADB = 26
+_DAMAGE_TEXT = ("malformed", "not a database", "no such table", "corrupt")
+
+
 def is_damage(exc: BaseException) -> bool:
-    """True when `exc` says the database file itself is unusable (not merely busy or misused)."""
-    if not isinstance(exc, sqlite3.DatabaseError):
+    """True when `exc` says the database file itself is unusable: SQLite reports it corrupt or not a database
+    (or a table of the schema is missing). Busy, locked, full, read-only, a closed connection or a misuse are
+    not damage, and must never start a repair."""
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError):
         return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return True
     text = str(exc).lower()
-    if isinstance(exc, sqlite3.OperationalError):
-        return "malformed" in text or "not a database" in text or "no such table" in text
-    return True
+    return any(word in text for word in _DAMAGE_TEXT)
+
+
+def unavailable_reason(exc: BaseException) -> str:
+    """What a SQLite error that is not damage means, and what to do (for IndexUnavailableError/LockedError)."""
+    text = str(exc)
+    low = text.lower()
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in low:
+        return f"the index was closed ({text}): the memory is shutting down"
+    if "locked" in low or "busy" in low:
+        return f"the keyword index is busy ({text}); try again in a moment"
+    if "full" in low:
+        return f"the disk is full ({text}); free some space"
+    if "readonly" in low or "read-only" in low:
+        return f"the index cannot be written ({text}): its folder is read-only"
+    if "unable to open" in low:
+        return f"the index file cannot be opened ({text}): too many open files, or its folder is gone"
+    return f"the keyword index failed ({text}); try again, or run `memory-server index`"
+
+
+class _Held:
+    """A thread's connection (and what the owner remembers with it); when the thread ends this object is
+    freed with the thread's locals, and its finalizer closes the connection."""
+
+    __slots__ = ("__weakref__", "conn", "file_id")
+
+    def __init__(self, conn: sqlite3.Connection, file_id: object) -> None:
+        self.conn = conn
+        self.file_id = file_id
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
+class ThreadConnections:
+    """One connection per thread to one database, made by `open_connection` on a thread's first use; closed
+    when the thread ends, when `forget()` is called in that thread, or all at once by `close()`."""
+
+    def __init__(self, open_connection: Callable[[], sqlite3.Connection]) -> None:
+        self._open = open_connection
+        self._local = threading.local()
+        self._live: weakref.WeakSet[_Held] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def current(self) -> _Held | None:
+        """This thread's connection and what was stored with it, if it has one."""
+        return getattr(self._local, "held", None)
+
+    def get(self, file_id: object = None) -> sqlite3.Connection:
+        """This thread's connection, opened on first use (`file_id` is kept with it, see `current`)."""
+        held = self.current()
+        if held is None:
+            conn = self._open()
+            held = _Held(conn, file_id)
+            weakref.finalize(held, _close_quietly, conn)
+            with self._lock:
+                self._live.add(held)
+            self._local.held = held
+        return held.conn
+
+    def forget(self) -> None:
+        """Close this thread's connection (the next `get` opens a new one)."""
+        held = self.current()
+        self._local.held = None
+        if held is not None:
+            with self._lock:
+                self._live.discard(held)
+            _close_quietly(held.conn)
+
+    def close(self) -> None:
+        """Close every thread's connection; threads that use the database again open new ones."""
+        with self._lock:
+            live = list(self._live)
+            self._live.clear()
+            self._local = threading.local()
+        for held in live:
+            _close_quietly(held.conn)
+
+    @property
+    def open_count(self) -> int:
+        """Connections open now (one per live thread that used the database since the last close)."""
+        with self._lock:
+            return len(self._live)
 
 
 def quarantine(path: Path) -> Path:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memory_server.files.sqlite import connect, is_damage, quarantine, rollback
+from memory_server.files.sqlite import ThreadConnections, connect, is_damage, quarantine, rollback
 from memory_server.index.embedder import Embedder, TokenEmbedder
 from memory_server.index.token_vectors import TokenFormat, pack, unpack_many
 
@@ -33,22 +32,22 @@ def text_key(model: str, text: str) -> str:
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._local = threading.local()
+        self._connections = ThreadConnections(self._open_or_recover)
         self.hits = 0
         self.misses = 0
 
     def _conn(self) -> sqlite3.Connection:
-        c = getattr(self._local, "conn", None)
-        if c is None:
-            try:
-                c = self._open()
-            except sqlite3.DatabaseError as exc:
-                if not is_damage(exc):
-                    raise
-                self._recover(exc)
-                c = self._open()
-            self._local.conn = c
-        return c
+        """This thread's connection (closed when the thread ends)."""
+        return self._connections.get()
+
+    def _open_or_recover(self) -> sqlite3.Connection:
+        try:
+            return self._open()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._recover(exc)
+            return self._open()
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +73,7 @@ class EmbeddingCache:
         )
 
     def close(self) -> None:
-        c = getattr(self._local, "conn", None)
-        if c is not None:
-            c.close()
-            self._local.conn = None
+        self._connections.close()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from memory_server.files.sqlite import connect, is_damage, rollback
+from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
 from memory_server.parse.markdown import Chunk
 
 log = logging.getLogger(__name__)
@@ -99,26 +99,19 @@ class FtsIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self._local = threading.local()  # per-thread query cache
+        self._connections = ThreadConnections(self._open)
 
     # -- connections ------------------------------------------------------------------------------
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened (and the schema made) on first use, and opened again when the
-        file was deleted or replaced since (another process rebuilt a corrupt index)."""
-        c = getattr(self._local, "conn", None)
-        if c is not None and not c.in_transaction and self._file_id() != self._local.file_id:
-            self._forget(c)
-            c = None
-        if c is None:
-            c = self._open()
-            self._local.conn = c
-            self._local.file_id = self._file_id()
-            with self._lock:
-                self._all.append(c)
-        return c
+        file was deleted or replaced since (another process rebuilt a corrupt index). Closed when the
+        thread ends (files/sqlite.py ThreadConnections)."""
+        held = self._connections.current()
+        if held is not None and not held.conn.in_transaction and self._file_id() != held.file_id:
+            self._connections.forget()
+        return self._connections.get(file_id=self._file_id())
 
     def _file_id(self) -> tuple[int, int] | None:
         try:
@@ -126,16 +119,6 @@ class FtsIndex:
         except OSError:
             return None
         return (st.st_dev, st.st_ino)
-
-    def _forget(self, c: sqlite3.Connection) -> None:
-        with self._lock:
-            if c in self._all:
-                self._all.remove(c)
-        try:
-            c.close()
-        except sqlite3.Error:
-            pass
-        self._local.conn = None
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,14 +169,13 @@ class FtsIndex:
             raise CorruptIndexError(f"integrity check failed: {ok}")
 
     def close(self) -> None:
-        with self._lock:
-            for c in self._all:
-                try:
-                    c.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
+        self._connections.close()
         self._local = threading.local()
+
+    @property
+    def open_connections(self) -> int:
+        """Connections open now: one per live thread that used the index."""
+        return self._connections.open_count
 
     def destroy(self) -> None:
         """Close every connection and delete the database files (used to recover from corruption)."""
@@ -247,6 +229,20 @@ class FtsIndex:
             "VALUES (?,?,?,?,?,?,?,?,?)",
             [(k.id, k.path, k.layer, k.start_line, k.end_line, k.title, k.heading, k.date, k.text) for k in chunks],
         )
+
+    def extend_file(self, record: FileRecord, chunks: Iterable[Chunk], from_line: int) -> None:
+        """A file that grew: replace its chunks that start at `from_line` or later, and its manifest row (with
+        its chunk count, kept and new); call inside a transaction."""
+        c = self.conn()
+        c.execute("DELETE FROM chunks WHERE path=? AND start_line>=?", (record.path, from_line))
+        c.executemany(
+            "INSERT OR REPLACE INTO chunks(id, path, layer, start_line, end_line, title, heading, date, text) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            [(k.id, k.path, k.layer, k.start_line, k.end_line, k.title, k.heading, k.date, k.text) for k in chunks],
+        )
+        (count,) = c.execute("SELECT count(*) FROM chunks WHERE path=?", (record.path,)).fetchone()
+        row = {**record.__dict__, "chunks": int(count)}
+        c.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", tuple(row.values()))
 
     def remove_file(self, path: str) -> None:
         c = self.conn()
@@ -307,7 +303,9 @@ class FtsIndex:
     def _cached(self, key: str, compute: Callable[[], T]) -> T:
         # The generation numbers a database's changes; a rebuilt database starts counting again, so the
         # file's identity is part of the key.
-        generation = (self.generation(), getattr(self._local, "file_id", None))
+        number = self.generation()
+        held = self._connections.current()
+        generation = (number, held.file_id if held is not None else None)
         cache: tuple[tuple[int, Any], dict[str, Any]] | None = getattr(self._local, "cache", None)
         if cache is None or cache[0] != generation or len(cache[1]) > 5000:
             cache = (generation, {})

@@ -93,6 +93,11 @@ class IndexRepairs:
         """Open the vector store; when it had to be made anew, every file's vectors are stored again (from
         the embedding cache)."""
         assert self.vectors is not None
+        if self.vectors.damaged and self.settings.vectors.backend == "persistent":
+            self._note("the vector index reported damage; deleted it and rebuilt it from the files")
+            self.vectors.destroy()
+            self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
+            return
         if not self._use_or_remake_store(self.vectors.check):
             self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
 

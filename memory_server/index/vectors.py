@@ -13,6 +13,11 @@ most one batch). A process that writes first stamps `.memory/chroma.epoch` with 
 process whose in-memory view was loaded under another stamp drops it and reloads from disk before it
 touches the store. So no process ever works from, or writes back, a view older than the last write. A
 Chroma server needs none of this: it is one process.
+
+Chroma's errors are translated in one place, `_chroma_errors`: whatever a call raises, an exception or a
+panic of its Rust core (pyo3's PanicException, a BaseException), becomes a VectorStoreError saying what to
+do, and a store found damaged (a panic, SQLite's "malformed", "not a database") is marked `damaged`, so the
+indexer deletes it and refills it from the embedding cache instead of failing on it again.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from memory_server.errors import VectorStoreError
+from memory_server.errors import LockedError, VectorStoreError
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import CHROMA_LOCK, FileLock
 from memory_server.files.writing import atomic_write
@@ -45,6 +50,18 @@ os.environ.setdefault("CHROMA_TELEMETRY_IMPL", "none")
 WRITE_BATCH = 256  # vectors per locked write: bounds how long a reader in another process waits
 READ_LOCK_SECONDS = 10.0  # a search waits this long for the store, then answers from keywords
 WRITE_LOCK_SECONDS = 120.0
+
+
+_NOT_FOREIGN = (KeyboardInterrupt, SystemExit, GeneratorExit)  # ours to propagate, never Chroma's failure
+_DAMAGE_WORDS = ("malformed", "not a database", "corrupt", "no such table", "disk image", "panicked")
+
+
+def is_damage_report(exc: BaseException) -> bool:
+    """Whether a Chroma failure says its files are damaged: a panic of its Rust core, or SQLite's words for it."""
+    if type(exc).__name__ == "PanicException":
+        return True
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in _DAMAGE_WORDS)
 
 
 def date_number(date: str | None) -> int:
@@ -74,6 +91,7 @@ class VectorIndex:
         self._epoch: str | None = None  # the stamp this process's view was loaded under
         self._store_id: tuple[int, int] | None = None  # (device, inode) of chroma.sqlite3 when opened
         self.replaced = False  # set when the store vanished or was replaced under us (the indexer repairs)
+        self.damaged = False  # set when Chroma reported its files damaged (the indexer deletes and refills it)
 
     @property
     def description(self) -> str:
@@ -84,6 +102,32 @@ class VectorIndex:
     @property
     def is_open(self) -> bool:
         return self._collection is not None
+
+    # -- the one boundary for Chroma's errors ----------------------------------------------------------
+
+    @contextmanager
+    def _chroma_errors(self, what: str) -> Iterator[None]:
+        """Run a Chroma call; any failure (a panic included) becomes a VectorStoreError saying what to do, and
+        the client is dropped so the next call starts afresh."""
+        try:
+            yield
+        except (VectorStoreError, LockedError):
+            raise
+        except BaseException as exc:
+            if isinstance(exc, _NOT_FOREIGN):
+                raise
+            damaged = is_damage_report(exc)
+            self.damaged = self.damaged or damaged
+            self._drop()
+            self._forget_broken_system()
+            advice = (
+                "the embedded store is damaged: `memory-server index` deletes it and refills it from the files"
+                if damaged and self._shared
+                else "for a server, check it is running and vectors.url is right; for the embedded store, run "
+                "`memory-server index --rebuild`"
+            )
+            failure = f"{type(exc).__name__}: {exc}"
+            raise VectorStoreError(f"{what} ({self.description}) failed: {failure}. {advice}") from exc
 
     # -- cross-process access -----------------------------------------------------------------------
 
@@ -159,7 +203,7 @@ class VectorIndex:
             except ImportError as exc:  # pragma: no cover - chromadb is a dependency
                 raise VectorStoreError("chromadb is not installed: pip install chromadb") from exc
             chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
-            try:
+            with self._chroma_errors("opening the vector index"):
                 if self.settings.backend == "http":
                     self._client = self._http_client(chromadb, chroma_settings)
                 elif self.settings.backend == "persistent":
@@ -175,17 +219,6 @@ class VectorIndex:
                     configuration={"hnsw": {"space": "cosine", "ef_search": 100}},
                 )
                 self._store_id = self._store_identity()
-            except VectorStoreError:
-                self._drop()
-                raise
-            except Exception as exc:
-                self._drop()
-                self._forget_broken_system()
-                raise VectorStoreError(
-                    f"cannot open the vector index ({self.description}): {exc}. "
-                    "For a server, check it is running and vectors.url is right; for the embedded store, "
-                    "run `memory-server index --rebuild`"
-                ) from exc
             return self._collection
 
     def _http_client(self, chromadb: Any, chroma_settings: Any) -> Any:
@@ -213,6 +246,7 @@ class VectorIndex:
             SharedSystemClient._identifier_to_refcount.pop(str(self.persist_dir), None)
         except Exception:  # pragma: no cover - a chromadb without this cache needs nothing here
             pass
+        self.replaced = True  # what was loaded is gone: the next full sync checks the store against the files
 
     def _drop(self) -> None:
         """Forget the open client, so the next use loads what is on disk (or on the server) now."""
@@ -222,8 +256,10 @@ class VectorIndex:
             if client is not None:
                 try:
                     client.close()  # the last client of a path stops its system, freeing the in-memory graph
-                except Exception:  # pragma: no cover - best effort
-                    pass
+                except BaseException as exc:  # a broken client may even panic: forgetting it is all that is left
+                    if isinstance(exc, _NOT_FOREIGN):
+                        raise
+                    log.debug("closing the vector index client failed: %s", exc)
 
     def close(self) -> None:
         self._drop()
@@ -241,8 +277,10 @@ class VectorIndex:
             self._acquire(WRITE_LOCK_SECONDS)
             try:
                 self._drop()
+                self._forget_broken_system()
                 shutil.rmtree(self.persist_dir, ignore_errors=True)
                 self._stamp()
+                self.damaged = False
             finally:
                 self._release()
 
@@ -253,40 +291,32 @@ class VectorIndex:
             if i:
                 crash_point("index-vectors-between-batches")
             part = chunks[i : i + WRITE_BATCH]
-            with self._access(write=True) as col:
-                try:
-                    col.upsert(
-                        ids=[c.id for c in part],
-                        embeddings=vectors[i : i + WRITE_BATCH],
-                        metadatas=[{"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part],
-                    )
-                except Exception as exc:
-                    raise VectorStoreError(f"writing to the vector index failed: {exc}") from exc
+            with self._access(write=True) as col, self._chroma_errors("writing to the vector index"):
+                col.upsert(
+                    ids=[c.id for c in part],
+                    embeddings=vectors[i : i + WRITE_BATCH],
+                    metadatas=[{"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part],
+                )
 
     def delete_paths(self, paths: Sequence[str]) -> None:
         for i in range(0, len(paths), 200):
-            with self._access(write=True) as col:
-                try:
-                    col.delete(where={"path": {"$in": list(paths[i : i + 200])}})
-                except Exception as exc:
-                    raise VectorStoreError(f"deleting from the vector index failed: {exc}") from exc
+            with self._access(write=True) as col, self._chroma_errors("deleting from the vector index"):
+                col.delete(where={"path": {"$in": list(paths[i : i + 200])}})
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         ids = list(ids)
         for i in range(0, len(ids), WRITE_BATCH):
-            with self._access(write=True) as col:
-                try:
-                    col.delete(ids=ids[i : i + WRITE_BATCH])
-                except Exception as exc:
-                    raise VectorStoreError(f"deleting from the vector index failed: {exc}") from exc
+            with self._access(write=True) as col, self._chroma_errors("deleting from the vector index"):
+                col.delete(ids=ids[i : i + WRITE_BATCH])
 
     def reset(self) -> None:
         """Remove every vector (a rebuild)."""
         with self._access(write=True):
             try:
-                self._client.delete_collection(self.settings.collection)
-            except Exception:
-                pass
+                with self._chroma_errors("deleting the vector collection"):
+                    self._client.delete_collection(self.settings.collection)
+            except VectorStoreError as exc:
+                log.info("%s; making the collection anew", exc)
             self._collection = None
             self._open()
 
@@ -296,13 +326,12 @@ class VectorIndex:
         """Run `what(collection)` under the lock; on failure reload the view once (another process may
         have replaced the collection) before giving up."""
         for attempt in (1, 2):
-            with self._access() as col:
-                try:
+            try:
+                with self._access() as col, self._chroma_errors("reading the vector index"):
                     return what(col)
-                except Exception as exc:
-                    if attempt == 2:
-                        raise VectorStoreError(f"reading the vector index failed: {exc}") from exc
-                    self._drop()
+            except VectorStoreError:
+                if attempt == 2 or self.damaged:
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def count(self) -> int:
