@@ -75,23 +75,36 @@ def confine(root: Path, relpath: str, *, base: Path | None = None) -> Path:
         ) from exc
     if not stat.S_ISREG(st.st_mode):
         raise PathRefusedError(f"{relpath!r} is not a regular file and is refused")
-    if st.st_nlink > 1 and not _hard_link_stays_inside(st, base):
+    if not HardLinks(base).all_inside(st):
         raise PathRefusedError(f"{relpath!r} is a hard link to a file outside the memory root and is refused")
     return candidate
 
 
-def _hard_link_stays_inside(st: os.stat_result, base: Path) -> bool:
-    # A hard link cannot be traced to its other names cheaply; accept it only when every link is
-    # accounted for inside the root (common for editors that keep backup links), else refuse.
-    found = 0
-    for dirpath, _dirs, files in os.walk(base):
-        for name in files:
-            try:
-                other = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
-                found += 1
-                if found >= st.st_nlink:
-                    return True
-    return False
+class HardLinks:
+    """Whether a file with several names (hard links) has all of them inside the root: a hard link cannot be
+    traced to its other names, so the names inside the root are counted (one walk of the root, made only when
+    a file with more than one name is met, then reused), and a file with any name elsewhere is refused."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._counts: dict[tuple[int, int], int] | None = None
+
+    def all_inside(self, st: os.stat_result) -> bool:
+        if st.st_nlink <= 1:
+            return True
+        if self._counts is None:
+            self._counts = self._count_names()
+        return self._counts.get((st.st_dev, st.st_ino), 0) >= st.st_nlink
+
+    def _count_names(self) -> dict[tuple[int, int], int]:
+        counts: dict[tuple[int, int], int] = {}
+        for dirpath, _dirs, files in os.walk(self.root):
+            for name in files:
+                try:
+                    other = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if other.st_nlink > 1:
+                    key = (other.st_dev, other.st_ino)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts

@@ -1,6 +1,7 @@
 """Safe reads of memory files: checked before opening, bounded, consistent, and never of non-text.
 
-The file is checked before it is opened (size limit, regular file, a symlink that leads out of the root),
+The file is checked before it is opened (size limit, regular file, a symlink that leads out of the root, a
+hard link with a name outside the root),
 so an oversized file, a FIFO or a device is never opened. Its size, mtime and identity are taken before
 and after the read, from the path and from the open descriptor; when they moved, the file is read again
 (a few times), so the size, mtime and sha256 returned always describe the bytes returned.
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memory_server.errors import NotFoundError, PathRefusedError
-from memory_server.files.paths import is_inside
+from memory_server.files.paths import HardLinks, is_inside
 
 # Files larger than this are skipped (with a warning in status) unless memory.yaml raises it.
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -52,12 +53,18 @@ class FileSkipped(Exception):
 
 
 def read_memory_file(
-    root: Path, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES, state_dir: str = ".memory"
+    root: Path,
+    relpath: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    state_dir: str = ".memory",
+    links: HardLinks | None = None,
 ) -> FileText:
     """Read `relpath` under `root` for indexing; raise FileSkipped (with the reason) when it cannot be.
 
     A file that keeps changing is skipped for this pass: the indexer records the size and mtime it saw
-    first, which the later writes changed, so the next pass reads it again.
+    first, which the later writes changed, so the next pass reads it again. `links`: the root's hard-link
+    census for a pass over many files (one is made when not given).
     """
     path = root / relpath
     for attempt in range(4):
@@ -66,6 +73,11 @@ def read_memory_file(
         before = _stat(path)
         real = Path(os.path.realpath(path))
         _check(root, real, before, max_bytes, state_dir)
+        if not (links or HardLinks(root)).all_inside(before):
+            raise FileSkipped(
+                "a hard link to a file with a name outside the memory root; not indexed (copy the file into the "
+                "root instead of linking it)"
+            )
         got = _read_once(real, max_bytes)
         if got is None:
             continue  # replaced, renamed or turned into a symlink meanwhile: look again

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memory_server.errors import PathRefusedError, RootError
-from memory_server.files.paths import confine, is_inside
+from memory_server.files.paths import HardLinks, confine, is_inside
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES as DEFAULT_MAX_FILE_BYTES  # part of the layout
 from memory_server.files.reading import FileText, read_lines, read_memory_file
 from memory_server.files.writing import atomic_write
@@ -207,9 +207,12 @@ class MemoryRoot:
         """A path given by a client, as a regular file inside the root (or `base`); see files/paths.py."""
         return confine(self.path, relpath, base=base)
 
-    def read_text(self, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileText:
-        """Read a memory file for indexing; FileSkipped (with the reason) when it cannot be."""
-        return read_memory_file(self.path, relpath, max_bytes=max_bytes, state_dir=STATE_DIR)
+    def read_text(
+        self, relpath: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES, links: HardLinks | None = None
+    ) -> FileText:
+        """Read a memory file for indexing; FileSkipped (with the reason) when it cannot be. `links`: one
+        hard-link census for a whole pass (see files/paths.py HardLinks)."""
+        return read_memory_file(self.path, relpath, max_bytes=max_bytes, state_dir=STATE_DIR, links=links)
 
     def read_lines(self, relpath: str) -> list[str]:
         """The lines of a file a client asked for (confined to the root), without line endings."""

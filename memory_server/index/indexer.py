@@ -23,6 +23,7 @@ import numpy as np
 
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
+from memory_server.files.paths import HardLinks
 from memory_server.files.reading import FileSkipped
 from memory_server.files.root import MemoryRoot, layer_of
 from memory_server.index.embed_cache import EmbeddingCache, text_key
@@ -32,7 +33,8 @@ from memory_server.index.fts import FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk, parse_document
-from memory_server.sessions.transcript_layer import transcript_chunks, transcript_sources
+from memory_server.parse.text import as_data
+from memory_server.sessions.transcript_layer import Increment, TranscriptFollower, transcript_sources
 from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class SyncReport:
     chunks_embedded: int = 0
     vectors_written: int = 0
     cache_pruned: int = 0  # a rebuild: cached embeddings of text no chunk holds any more, dropped
+    transcript_bytes_read: int = 0  # of transcripts, only what is new since this process last read them
     seconds: float = 0.0
 
     @property
@@ -97,6 +100,8 @@ class Indexer(IndexRepairs):
         self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
+        self._links = HardLinks(root.path)
+        self._followers: dict[str, TranscriptFollower] = {}  # growing transcripts, read where the last read stopped
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
         self._checked = False  # the FTS database passed its integrity check in this process
         self._used_keys: set[str] | None = None  # during a rebuild: the cache keys of every chunk embedded
@@ -124,6 +129,7 @@ class Indexer(IndexRepairs):
         """
         started = time.monotonic()
         report = SyncReport()
+        self._links = HardLinks(self.root.path)  # counted once per pass, if a file has several names
         with self._writer(timeout):
             if rebuild:
                 self._rebuild_keyword(report, progress)
@@ -263,7 +269,7 @@ class Indexer(IndexRepairs):
             return
         report.files_read += 1
         try:
-            content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes)
+            content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes, links=self._links)
         except FileSkipped as why:
             record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
             if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
@@ -271,7 +277,7 @@ class Indexer(IndexRepairs):
                 report.skipped.append(rel)
             else:
                 self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
-            log.warning("skipped %s: %s", rel, why)
+            log.warning("skipped %s: %s", as_data(rel), why)
             return
         if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
             if not same_stat:
@@ -309,7 +315,7 @@ class Indexer(IndexRepairs):
             record = FileRecord(rel, layer, size, mtime_ns, "", "", None, "skipped", why, 0, None)
             self.fts.replace_file(record, [])
             report.skipped.append(rel)
-        log.warning("skipped %s: %s", rel, why)
+        log.warning("skipped %s: %s", as_data(rel), why)
 
     def _sync_transcript(self, virtual: str, old: FileRecord | None, report: SyncReport) -> None:
         source = self._transcripts.get(virtual)
@@ -326,13 +332,41 @@ class Indexer(IndexRepairs):
             report.unchanged += 1
             return
         report.files_read += 1
-        chunks, title, date = transcript_chunks(virtual, source)
+        increment = self._follow(virtual, source, old)
         sha = f"{st.st_size}:{st.st_mtime_ns}"  # transcripts only grow; never embedded, so no content hash
         record = FileRecord(
-            virtual, "transcript", st.st_size, st.st_mtime_ns, sha, title, date, "ok", "", len(chunks), sha, str(source)
+            virtual,
+            "transcript",
+            st.st_size,
+            st.st_mtime_ns,
+            sha,
+            increment.title,
+            increment.date,
+            "ok",
+            "",
+            len(increment.chunks),
+            sha,
+            str(source),
         )
-        self.fts.replace_file(record, chunks)
+        if increment.from_line > 1:
+            self.fts.extend_file(record, increment.chunks, increment.from_line)
+        else:
+            self.fts.replace_file(record, increment.chunks)
+        report.transcript_bytes_read += increment.bytes_read
         (report.added if old is None else report.updated).append(virtual)
+
+    def _follow(self, virtual: str, source: Path, old: FileRecord | None) -> Increment:
+        """What is new in a transcript: read from where this process last read it when it is the same file
+        and its chunks are in the index; else from the start."""
+        follower = self._followers.get(virtual)
+        if follower is not None and follower.source == source and old is not None:
+            increment = follower.read()
+            if increment is not None:
+                return increment
+        follower = self._followers[virtual] = TranscriptFollower(virtual, source)
+        increment = follower.read()
+        assert increment is not None  # a new follower reads from the start
+        return increment
 
     def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
         assert self.vectors is not None and self.embedder is not None

@@ -58,59 +58,102 @@ def parse_transcript_lines(
     (`bounds.py`), and `Transcript.sha256` hashes the bytes of the lines read. Reading stops after
     `last_line` lines when given (a transcript that grew since an earlier read is read as it was).
     """
-    path = Path(path)
-    t = Transcript(path=path, session_id="", first_line=max(1, first_line))
-    p = _Parser(t)
-    redactor = SessionRedactor()  # secrets and <private> text out of every record, before anything reads it
-    digest = hashlib.sha256()
-    n = 0
-    for raw in lines:
-        if last_line is not None and n >= last_line:
-            break
-        n += 1
-        terminated = raw.endswith(b"\n")
-        start, end = _strip_bounds(raw)
-        if start == end:
-            t.blank_lines += 1
-            digest.update(raw)
-            continue
-        # Decoded from a view (no stripped copy of a line that may hold megabytes), and the bytes let go
-        # before JSON is parsed: a huge line is in memory once as text and once as its parsed record.
-        text = str(memoryview(raw)[start:end], "utf-8", "replace")
-        if terminated:
-            digest.update(raw)
-            raw = b""
-        if n == 1:
-            text = text.lstrip("\ufeff")
-        try:
-            rec = json.loads(text)
-        except (ValueError, RecursionError):
-            if not terminated:
-                n -= 1  # still being written: leave it for the next read (only the last line is unterminated)
+    parser = TranscriptParser(path, first_line=first_line)
+    parser.feed(lines, last_line=last_line)
+    return parser.transcript()
+
+
+class TranscriptParser:
+    """Parses a transcript's lines in order, and can be fed more later: a transcript that grew is read from
+    where the last read stopped (`sessions/transcript_layer.py`), with the state of the parse (split messages,
+    tool calls waiting for results, open `<private>` spans and what they taught) carried over.
+
+    `complete_only`: an unterminated last line is left unread even when it is whole JSON (a follower reads
+    it once its line break is written, so its line numbers match a full read's)."""
+
+    def __init__(self, path: str | Path, *, first_line: int = 1, complete_only: bool = False) -> None:
+        self.t = Transcript(path=Path(path), session_id="", first_line=max(1, first_line))
+        self._parser = _Parser(self.t)
+        self._redactor = SessionRedactor()  # secrets and <private> text out of every record, before anything reads it
+        self._digest = hashlib.sha256()
+        self._complete_only = complete_only
+        self.line_count = 0
+        self.bytes_read = 0  # bytes of the lines read, through the last one read
+
+    def feed(self, lines: Iterable[bytes], *, last_line: int | None = None) -> None:
+        """Read more lines (those after the ones read so far), up to `last_line` lines in all when given."""
+        t = self.t
+        for raw in lines:
+            if last_line is not None and self.line_count >= last_line:
+                break
+            terminated = raw.endswith(b"\n")
+            if not terminated and self._complete_only:
                 t.incomplete_tail = True
                 break
-            t.bad_lines.append(n)
-            continue
-        finally:
+            n = self.line_count + 1
+            size = len(raw)
+            start, end = _strip_bounds(raw)
+            if start == end:
+                t.blank_lines += 1
+                self._digest.update(raw)
+                self.line_count, self.bytes_read = n, self.bytes_read + size
+                continue
+            # Decoded from a view (no stripped copy of a line that may hold megabytes), and the bytes let go
+            # before JSON is parsed: a huge line is in memory once as text and once as its parsed record.
+            text = str(memoryview(raw)[start:end], "utf-8", "replace")
+            if terminated:
+                self._digest.update(raw)
+                raw = b""
+            rec = _loads(text.lstrip("\ufeff") if n == 1 else text)
             del text
-        digest.update(raw)  # the unterminated last line, now known to be whole
-        del raw
+            if rec is _NOT_JSON and not terminated:
+                t.incomplete_tail = True  # still being written: leave it for the next read
+                break
+            if not terminated:
+                self._digest.update(raw)  # the unterminated last line, now known to be whole
+            del raw
+            self.line_count, self.bytes_read = n, self.bytes_read + size
+            self._record(rec, n)
+
+    def _record(self, rec: Any, n: int) -> None:
+        t = self.t
         if not isinstance(rec, dict):
             t.bad_lines.append(n)
-            continue
+            return
         try:
             cuts = cut_long_strings(rec)
-            redactor.record(rec)
+            self._redactor.record(rec)
             if cuts:
                 trim_cuts(rec, cuts)
         except RecursionError:  # nested too deep to walk: a record nobody wrote by hand, read as bad
             t.bad_lines.append(n)
-            continue
-        p.record(rec, n)
-    t.line_count = n
-    t.sha256 = digest.hexdigest()
-    t.session_id = _session_id(path, [s for s in p.session_ids if s])
-    return t
+            return
+        self._parser.record(rec, n)
+
+    def transcript(self) -> Transcript:
+        """The transcript as read so far (line count, hash of the lines read, session id)."""
+        t = self.t
+        t.line_count = self.line_count
+        t.sha256 = self._digest.hexdigest()
+        t.session_id = _session_id(t.path, [s for s in self._parser.session_ids if s])
+        return t
+
+    def drop_done_messages(self) -> None:
+        """Forget every message but the last (a later record may still extend it), and the tool results
+        already paired: a follower keeps memory bounded by what it has not passed on yet."""
+        del self.t.messages[:-1]
+        self.t.results.clear()
+
+
+_NOT_JSON = object()
+
+
+def _loads(text: str) -> Any:
+    """The parsed line, or _NOT_JSON (not JSON, or nested too deep to parse)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +79,13 @@ def transcript_sources(root: MemoryRoot, settings: Settings) -> dict[str, Path]:
     return out
 
 
-def transcript_chunks(virtual: str, source: Path) -> tuple[list[Chunk], str, str | None]:
-    """(chunks, title, date) for one transcript: a chunk per message with searchable text."""
-    from memory_server.sessions.reader import parse_transcript
+def _title(virtual: str) -> str:
+    return f"transcript {virtual[len(PREFIX) :]}"
 
-    transcript = parse_transcript(source)
-    session = virtual[len(PREFIX) :]
-    title = f"transcript {session}"
-    date = transcript.started.date().isoformat() if transcript.started else None
+
+def _chunks(virtual: str, messages: list[Any], title: str, date: str | None) -> list[Chunk]:
     chunks = []
-    for m in transcript.messages:
+    for m in messages:
         text = m.search_text
         if not text:
             continue
@@ -96,7 +94,61 @@ def transcript_chunks(virtual: str, source: Path) -> tuple[list[Chunk], str, str
         chunks.append(
             Chunk(digest.hexdigest()[:20], virtual, "transcript", m.line, m.end_line, title, m.role, when, text)
         )
-    return chunks, title, date
+    return chunks
+
+
+@dataclass
+class Increment:
+    """What a follower read: chunks for the messages from `from_line` on (they replace the chunks there)."""
+
+    chunks: list[Chunk]
+    from_line: int
+    title: str
+    date: str | None
+    bytes_read: int
+
+
+class TranscriptFollower:
+    """One growing transcript, read from where the last read stopped (Claude Code appends to a session's
+    transcript while it runs; reading 60 MB again each minute cost a quarter of a core).
+
+    Keeps the parse's state (`TranscriptParser`: split messages, pending tool calls, `<private>` spans and what
+    they taught) and the last message, which a later record may still extend; each read returns the chunks of
+    that message and of the new ones. A transcript replaced or cut shorter is read again whole (`read` gives
+    None: make a new follower). An unterminated last line waits until its line break is written."""
+
+    def __init__(self, virtual: str, source: Path) -> None:
+        from memory_server.sessions.parser import TranscriptParser
+
+        self.virtual = virtual
+        self.source = source
+        self._parser = TranscriptParser(source, complete_only=True)
+        self._identity: tuple[int, int] | None = None
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the transcript read so far (whole lines)."""
+        return self._parser.bytes_read
+
+    def read(self) -> Increment | None:
+        """The new part since the last read, or None when the file is not the one read before."""
+        st = self.source.stat()
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and (identity != self._identity or st.st_size < self.offset):
+            return None
+        self._identity = identity
+        messages = self._parser.t.messages
+        from_line = messages[-1].line if messages else 1
+        before = self.offset
+        with open(self.source, "rb") as fh:
+            fh.seek(before)
+            self._parser.feed(fh)
+        t = self._parser.t
+        title = _title(self.virtual)
+        date = t.started.date().isoformat() if t.started else None
+        chunks = _chunks(self.virtual, [m for m in t.messages if m.line >= from_line], title, date)
+        self._parser.drop_done_messages()
+        return Increment(chunks, from_line, title, date, self.offset - before)
 
 
 # The last transcript read_memory parsed: a reader pages through one transcript window by window, and each
