@@ -44,7 +44,15 @@ PROPOSAL_META = "proposal.json"
 
 
 def _empty_state() -> dict[str, Any]:
-    return {"version": 1, "last_dream": None, "processed": {}, "rejected": {}, "applied": {}, "held": {}}
+    return {
+        "version": 1,
+        "last_dream": None,
+        "processed": {},
+        "rejected": {},
+        "applied": {},
+        "held": {},
+        "run_read": {},  # sessions `dream run` (no agent) has read: never marked read for the agent's /dream
+    }
 
 
 def format_time(ts: float | None) -> str:

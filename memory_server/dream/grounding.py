@@ -1,0 +1,94 @@
+"""Whether a statement says only what its quotes say: every number, name, quoted string and negation of it
+is in the quoted turns, and no term is negated on one side and not on the other.
+
+    ungrounded(statement, located, tree)   -> ["number 15", "name `--push`"]   (empty: grounded)
+    polarity_problem(statement, located)   -> None, or the sentence that says the opposite
+
+A name may instead be found in the project's tree today (a statement may name the file a change was made
+in). A number, a quoted string and a negation must be in the quotes: a topic line that says "never" needs a
+person who said "never" (or "not", "don't", "instead of", "replaced").
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_server.dream.claims import (
+    AWAY_BEFORE,
+    NEGATION,
+    Token,
+    fold,
+    mentions,
+    negated_terms,
+    numbers,
+    polarity_terms,
+    tokens,
+)
+from memory_server.dream.locate import Located
+from memory_server.dream.names import GitTree, name_kind
+from memory_server.dream.stance import classify
+
+
+def _corpus(located: list[Located]) -> str:
+    """Everything the quoted turns say (and what an answer answers)."""
+    return "\n".join(f"{x.turn.asked}\n{x.turn.text}" for x in located)
+
+
+def _contexts(located: list[Located]) -> str:
+    return "\n".join(x.context for x in located)
+
+
+def _has_name(corpus: str, name: str) -> bool:
+    bare = name[:-2] if name.endswith("()") else name
+    return bool(re.search(rf"(?<![\w]){re.escape(fold(bare))}(?![\w])", fold(corpus)))
+
+
+def _grounded(token: Token, corpus: str, contexts: str, tree: GitTree) -> bool:
+    if token.kind == "number":
+        return token.text in numbers(corpus)
+    if token.kind == "quoted":
+        return fold(token.text) in fold(corpus)
+    if token.kind == "negation":
+        return bool(NEGATION.search(contexts) or AWAY_BEFORE.search(contexts))
+    if _has_name(corpus, token.text):
+        return True
+    return tree.available and tree.problem(token.text) is None and name_kind(token.text) != "key"
+
+
+def ungrounded(statement: str, located: list[Located], tree: GitTree) -> list[str]:
+    """What the statement says that its quotes do not: numbers, names, quoted strings, negations."""
+    corpus, contexts = _corpus(located), _contexts(located)
+    words = {"number": "number", "name": "name", "quoted": "quoted text", "negation": "negation"}
+    return [
+        f"{words[t.kind]} `{t.text}`" if t.kind != "negation" else f'negation "{t.text}"'
+        for t in tokens(statement)
+        if not _grounded(t, corpus, contexts, tree)
+    ]
+
+
+def declines(located: Located) -> bool:
+    """An answer that says no to what it answers ("no", "nope, leave it", "don't")."""
+    return bool(located.turn.asked) and classify(located.turn.text) == "declined"
+
+
+def polarity_problem(statement: str, located: list[Located]) -> str | None:
+    """A quote that negates a term the statement does not (or the reverse): "never replace X" quoted for
+    "Replace X"; "no" answered to "Shall I switch to make?" quoted for "Switch to make"."""
+    terms = polarity_terms(statement)
+    said = negated_terms(statement, terms)
+    for x in located:
+        text = f"{x.turn.asked}\n{x.sentence}" if x.turn.asked else x.sentence
+        present = [t for t in terms if mentions(text, [t], 1)]
+        if not present:
+            continue
+        negated = set(present) if declines(x) else negated_terms(text, present)
+        if declines(x):
+            negated ^= negated_terms(x.turn.asked, present)  # "no" to "shall I not ...?" keeps it
+        for t in present:
+            if (t in said) != (t in negated):
+                how = "negates" if t in said else "does not negate"
+                return (
+                    f"the statement {how} `{t}`, but the words at {x.quote.ref} ({x.who}) say the opposite: "
+                    f"{x.sentence[:200]!r}" + (f" (answering {x.turn.asked[-160:]!r})" if x.turn.asked else "")
+                )
+    return None

@@ -1,0 +1,113 @@
+"""Lessons: the same mistake in two sessions or more, each with its failure and its fix.
+
+The agent groups failures by meaning (the same mistake often fails with different errors); the program
+checks each cited session: a quote at a recorded failure (a failed command, a tool's error, an error the
+person pasted), and a quote at a fix step of that failure (an edit, a file written or a command of the agent)
+after it and no later than the next success of the same command. A failure never fixed in its session
+teaches nothing; a fix taken back later (a revert that names its file) is no fix. Roles the item gives its
+quotes are not trusted: the record says which quote is the failure and which the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory_server.dream.locate import Located
+from memory_server.dream.record import AGENT, FIX_KINDS, PERSON, TOOL, FailureRecord, SessionRecord
+from memory_server.dream.stance import REVERSAL
+
+PATH_IN_LABEL = re.compile(r"`([^`]+)`")
+
+
+@dataclass(frozen=True)
+class LessonCase:
+    """One session's share of a lesson: where it failed and where it was fixed."""
+
+    session: str  # the session file
+    failure: str  # its reference
+    fix: str
+    error: str
+    fix_text: str
+
+
+def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
+    for x in quotes:
+        f = x.session.failure_at(x.turn.line)
+        if f is not None and x.turn.speaker in (TOOL, PERSON):
+            return x, f
+    return None
+
+
+def _fix(quotes: list[Located], f: FailureRecord, compressed: bool) -> Located | None:
+    for x in quotes:
+        if compressed and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
+            return x  # a compressed file holds a failure and its fix on one line
+        in_window = f.fixed_line is not None and f.line < x.turn.line <= f.fixed_line
+        if in_window and x.turn.speaker == AGENT and x.turn.kind in FIX_KINDS:
+            return x
+    return None
+
+
+def _case(session: SessionRecord, quotes: list[Located]) -> LessonCase | str:
+    found = _failure(quotes)
+    refs = ", ".join(x.quote.ref for x in quotes)
+    if found is None:
+        return f"no failure is recorded at {refs} (cite the failure: a failed command, a tool's error, a pasted error)"
+    error, f = found
+    if f.fixed_line is None and session.source == "transcript":
+        return f"the failure at {f.ref} was never fixed in that session (the same command never succeeded after it)"
+    fix = _fix([x for x in quotes if x is not error], f, session.source == "compressed")
+    if fix is None:
+        window = (
+            "the failure's own line (a session file holds a failure and its fix on one line)"
+            if session.source == "compressed"
+            else f"lines {f.line + 1}-{f.fixed_line}"
+        )
+        return (
+            f"no fix of the failure at {f.ref} is quoted: cite an edit, a file written or a command of the agent "
+            f"in {window} (before the same command next succeeded)"
+        )
+    return LessonCase(session.path, f.ref, fix.quote.ref, f.error, fix.turn.text)
+
+
+def _reverted(case: LessonCase, fix: Located, sessions: list[SessionRecord]) -> str | None:
+    """A later turn that reverts the fix's file ("revert the change to setup.go")."""
+    label = PATH_IN_LABEL.search(fix.turn.tool)
+    if label is None:
+        return None
+    name = label.group(1).rsplit("/", 1)[-1]
+    seen = False
+    for s in sessions:
+        for t in s.turns:
+            seen = seen or (s.path == case.session and t.line >= fix.turn.line)
+            if not seen or t.speaker not in (AGENT, PERSON) or t.kind in ("edit", "write", "call", "command"):
+                continue
+            if name in t.text and any(REVERSAL.search(p) and name in p for p in re.split(r"(?<=[.!?])\s+", t.text)):
+                return f"the fix at {case.fix} was taken back later at {t.ref}: {t.text[:160]!r}"
+    return None
+
+
+def lesson_cases(
+    located: list[Located], sessions: list[SessionRecord], min_sessions: int
+) -> tuple[list[LessonCase], str | None]:
+    """(each cited session's failure and fix, why the lesson is refused or None)."""
+    by_session: dict[str, list[Located]] = {}
+    for x in located:
+        by_session.setdefault(x.session.path, []).append(x)
+    cases: list[LessonCase] = []
+    for path, quotes in by_session.items():
+        case = _case(quotes[0].session, quotes)
+        if isinstance(case, str):
+            return cases, f"in {path}: {case}"
+        fix = next(x for x in quotes if x.quote.ref == case.fix)
+        reverted = _reverted(case, fix, sessions)
+        if reverted:
+            return cases, reverted
+        cases.append(case)
+    if len(cases) < min_sessions:
+        return cases, (
+            f"a lesson is a mistake made in {min_sessions} sessions or more, each with its failure and fix quoted; "
+            f"this one cites {len(cases)}"
+        )
+    return cases, None

@@ -1,0 +1,103 @@
+"""What later turns say about an item's subject: every mention (for the reviewer), and any that takes it back.
+
+    later = later_mentions(statement, located, sessions)
+    later.reversal    # the first later sentence that takes it back, or None
+    later.mentions    # every later sentence that names the subject (the person's, the agent's, commits)
+
+"Later" is every turn after the last quote that names the subject, in every later session the dream can
+read (not only after the last quote: a "thanks" cited at the end hides nothing). A sentence takes the subject
+back when it says so ("revert", "switch back", "no longer", "actually needed", ...) and is not a question,
+when the person negates what the statement adopts (or adopts what it negates), or when the person says yes
+to the agent's offer to take it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory_server.dream.claims import mentions, negated_terms, polarity_terms, subject_terms
+from memory_server.dream.locate import SENTENCE_BREAK, Located
+from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, SessionRecord, Turn
+from memory_server.dream.stance import REVERSAL, classify
+
+SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
+MAX_MENTIONS = 12
+
+
+@dataclass(frozen=True)
+class Mention:
+    ref: str
+    date: str | None
+    who: str
+    sentence: str
+    reverses: bool = False
+
+
+@dataclass
+class Later:
+    terms: list[str]
+    mentions: list[Mention] = field(default_factory=list)
+    more: int = 0  # mentions beyond MAX_MENTIONS
+    reversal: Mention | None = None
+
+
+def _anchor(located: list[Located], terms: list[str], need: int) -> tuple[int, int]:
+    """The position of the last quote that names the subject (else of the last quote)."""
+    naming = [x for x in located if x.turn.speaker != CLAUDE_CODE and mentions(x.context, terms, need)]
+    return max(x.position for x in (naming or located))
+
+
+def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
+    if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
+        return True
+    if turn.speaker != PERSON or classify(sentence) in ("question", "what-if"):
+        return False
+    key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
+    return bool(key) and negated_terms(statement, key) != negated_terms(sentence, key)
+
+
+def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
+    """The person's yes to the agent's offer to take it back ("Want me to revert X?" - "yes")."""
+    return classify(turn.text) != "declined" and bool(REVERSAL.search(asked))
+
+
+def later_mentions(
+    statement: str, located: list[Located], sessions: list[SessionRecord], order: dict[str, int]
+) -> Later:
+    """Every later mention of the statement's subject in `sessions` (oldest first; `order` their places)."""
+    quoted = " ".join(x.context for x in located)
+    terms, need = subject_terms(statement, quoted)
+    out = Later(terms)
+    if not terms or not located:
+        return out
+    anchor = _anchor(located, terms, need)
+    for session in sessions:
+        n = order.get(session.ref_base, -1)
+        if n < anchor[0]:
+            continue
+        for turn in session.turns:
+            if (n, turn.line) <= anchor or (turn.speaker, turn.kind) not in SPOKEN:
+                continue
+            _scan(out, turn, statement, need)
+    return out
+
+
+def _scan(out: Later, turn: Turn, statement: str, need: int) -> None:
+    """Note one turn: its sentence that takes the subject back, else its first that names it."""
+    hits = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip() and mentions(s, out.terms, need)]
+    back = next((h for h in hits if _takes_back(turn, h, statement, out.terms)), None)
+    shown = back or (hits[0] if hits else None)
+    if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):
+        parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, out.terms, need)]
+        asked = parts[-1] if parts else turn.asked.strip()
+        shown = f"{turn.text.strip()} (answering: {asked})"
+        back = shown if _agrees_to_take_back(turn, asked) else None
+    if shown is None:
+        return
+    mention = Mention(turn.ref, turn.date, turn.who, shown[:300], back is not None)
+    if back is not None and out.reversal is None:
+        out.reversal = mention
+    if len(out.mentions) < MAX_MENTIONS:
+        out.mentions.append(mention)
+    else:
+        out.more += 1
