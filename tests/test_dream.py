@@ -902,8 +902,12 @@ def test_held_back_items_wait_in_the_state_and_the_next_gather_lists_them_first(
     (root / rel).write_text(text, encoding="utf-8")
     gather(root, clock=lambda: NOW + 120)
     item = fact("Command output is plain text by default.", "Tests")
-    item["evidence"] = [{"ref": f"{rel}:{text.splitlines().index('- User: Command output is plain text by default.') + 1}",
-                         "quote": "Command output is plain text by default."}]
+    item["evidence"] = [
+        {
+            "ref": f"{rel}:{text.splitlines().index('- User: Command output is plain text by default.') + 1}",
+            "quote": "Command output is plain text by default.",
+        }
+    ]
     third = propose(root, write_items(root, [item]), clock=lambda: NOW + 180)
     assert third.changes == 1 and dream_status(root, clock=lambda: NOW)["waiting_items"] == 0
     assert "was not resubmitted, so it no longer waits" in (root / "dreams" / str(third.id) / "REPORT.md").read_text()

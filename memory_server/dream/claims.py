@@ -80,7 +80,13 @@ def fold(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    return word.casefold()[:PREFIX]
+    """A word's stem: common endings off ("lints", "switched", "tasks"), then its first PREFIX letters."""
+    w = word.casefold()
+    for suffix in ("ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    return w[:PREFIX]
 
 
 def content_words(text: str) -> list[str]:
@@ -191,7 +197,11 @@ def polarity_terms(statement: str) -> list[str]:
     names = identifiers(statement)
     if names:
         return names
-    return [w for w in dict.fromkeys(content_words(statement)) if w not in DECIDING_WORDS and len(w) > 1]
+    by_stem: dict[str, str] = {}
+    for w in content_words(statement):
+        if w not in DECIDING_WORDS and len(w) > 1:
+            by_stem.setdefault(stem(w), w)
+    return list(by_stem.values())
 
 
 DECIDING_WORDS = frozenset(

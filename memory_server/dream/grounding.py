@@ -72,8 +72,9 @@ def declines(located: Located) -> bool:
 
 
 def polarity_problem(statement: str, located: list[Located]) -> str | None:
-    """A quote that negates a term the statement does not (or the reverse): "never replace X" quoted for
-    "Replace X"; "no" answered to "Shall I switch to make?" quoted for "Switch to make"."""
+    """A quote that negates the terms the statement does not (or the reverse), for half of the terms both
+    name at least: "never replace X with Y" quoted for "Replace X with Y"; "no" answered to "Shall I switch
+    to make?" quoted for "Switch to make"."""
     terms = polarity_terms(statement)
     said = negated_terms(statement, terms)
     for x in located:
@@ -84,11 +85,12 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
         negated = set(present) if declines(x) else negated_terms(text, present)
         if declines(x):
             negated ^= negated_terms(x.turn.asked, present)  # "no" to "shall I not ...?" keeps it
-        for t in present:
-            if (t in said) != (t in negated):
-                how = "negates" if t in said else "does not negate"
-                return (
-                    f"the statement {how} `{t}`, but the words at {x.quote.ref} ({x.who}) say the opposite: "
-                    f"{x.sentence[:200]!r}" + (f" (answering {x.turn.asked[-160:]!r})" if x.turn.asked else "")
-                )
+        wrong = [t for t in present if (t in said) != (t in negated)]
+        if wrong and len(wrong) * 2 >= len(present):
+            t = wrong[0]
+            how = "negates" if t in said else "does not negate"
+            return (
+                f"the statement {how} `{t}`, but the words at {x.quote.ref} ({x.who}) say the opposite: "
+                f"{x.sentence[:200]!r}" + (f" (answering {x.turn.asked[-160:]!r})" if x.turn.asked else "")
+            )
     return None

@@ -3,8 +3,9 @@
 The agent groups failures by meaning (the same mistake often fails with different errors); the program
 checks each cited session: a quote at a recorded failure (a failed command, a tool's error, an error the
 person pasted), and a quote at a fix step of that failure (an edit, a file written or a command of the agent)
-after it and no later than the next success of the same command. A failure never fixed in its session
-teaches nothing; a fix taken back later (a revert that names its file) is no fix. Roles the item gives its
+after it and no later than the next success of the same command (when it never succeeds again, as after a
+merge conflict resolved by a commit, any later step of the session). A fix taken back later (a revert that
+names its file) is no fix. Roles the item gives its
 quotes are not trusted: the record says which quote is the failure and which the fix.
 """
 
@@ -43,7 +44,7 @@ def _fix(quotes: list[Located], f: FailureRecord, compressed: bool) -> Located |
     for x in quotes:
         if compressed and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
             return x  # a compressed file holds a failure and its fix on one line
-        in_window = f.fixed_line is not None and f.line < x.turn.line <= f.fixed_line
+        in_window = f.line < x.turn.line <= (f.fixed_line or 10**9)
         if in_window and x.turn.speaker == AGENT and x.turn.kind in FIX_KINDS:
             return x
     return None
@@ -55,14 +56,14 @@ def _case(session: SessionRecord, quotes: list[Located]) -> LessonCase | str:
     if found is None:
         return f"no failure is recorded at {refs} (cite the failure: a failed command, a tool's error, a pasted error)"
     error, f = found
-    if f.fixed_line is None and session.source == "transcript":
-        return f"the failure at {f.ref} was never fixed in that session (the same command never succeeded after it)"
     fix = _fix([x for x in quotes if x is not error], f, session.source == "compressed")
     if fix is None:
         window = (
             "the failure's own line (a session file holds a failure and its fix on one line)"
             if session.source == "compressed"
             else f"lines {f.line + 1}-{f.fixed_line}"
+            if f.fixed_line
+            else f"the lines after {f.line}"
         )
         return (
             f"no fix of the failure at {f.ref} is quoted: cite an edit, a file written or a command of the agent "

@@ -142,12 +142,16 @@ class Recorded:
         turns = session.at(q.line)
         if not turns:
             raise Unlocated(f"nothing is recorded at {q.ref}; cite the reference the evidence pack prints")
-        found = [t for t in turns if holds(t.text, q.quote)]
+        found = [t for t in turns if holds(t.text, q.quote) or (t.asked and holds(f"{t.asked} -> {t.text}", q.quote))]
         if not found:
             shown = " | ".join(t.text[:120] for t in turns)
             raise Unlocated(f"the quote {q.quote!r} is not at {q.ref} (it says: {shown!r})")
-        turn = min(found, key=lambda t: SPEAKER_ORDER.index(t.speaker) if t.speaker in SPEAKER_ORDER else 9)
-        return Located(q, turn, sentence_of(turn.text, q.quote), session, self.order[session.ref_base])
+        # the person's words first, then the most specific turn (a commit message rather than its command)
+        turn = min(
+            found, key=lambda t: (SPEAKER_ORDER.index(t.speaker) if t.speaker in SPEAKER_ORDER else 9, len(t.text))
+        )
+        said = q.quote.rsplit(" -> ", 1)[-1] if turn.asked and not holds(turn.text, q.quote) else q.quote
+        return Located(q, turn, sentence_of(turn.text, said), session, self.order[session.ref_base])
 
     def later_turns(self, after: tuple[int, int]) -> list[tuple[int, Turn]]:
         """Every turn after a position (session order, line), in every later session."""

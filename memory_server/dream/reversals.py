@@ -13,6 +13,7 @@ to the agent's offer to take it back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from memory_server.dream.claims import mentions, negated_terms, polarity_terms, subject_terms
@@ -20,6 +21,13 @@ from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, SessionRecord, Turn
 from memory_server.dream.stance import REVERSAL, classify
 
+# A sentence that tells what to do (or not to): only such a sentence of the person's can decide otherwise.
+DIRECTIVE = re.compile(
+    r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now)[,\s]+)*(?:don't|do not|dont|never|stop|"
+    r"avoid|let'?s|no more|use|switch|go with|keep|put|move|we (?:will|won't|will not|should|shouldn't|should not|"
+    r"must|mustn't|must not|don't|do not)|you (?:should|shouldn't|should not|must|mustn't|must not))\b",
+    re.I,
+)
 SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
 MAX_MENTIONS = 12
 
@@ -50,8 +58,8 @@ def _anchor(located: list[Located], terms: list[str], need: int) -> tuple[int, i
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
     if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
         return True
-    if turn.speaker != PERSON or classify(sentence) in ("question", "what-if"):
-        return False
+    if turn.speaker != PERSON or not DIRECTIVE.match(sentence):
+        return False  # "it never reaches X" describes; only the person's "don't use X" / "use X" decides
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
     return bool(key) and negated_terms(statement, key) != negated_terms(sentence, key)
 
