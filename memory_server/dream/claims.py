@@ -44,7 +44,7 @@ RULE_WORDS = re.compile(
     r"\b(?:must|mustn't|should|shouldn't|shall|have to|has to|need to|needs to|is required|are required|required|"
     r"decided|decision|chose|chosen|agreed|we will|we'll|we won't|going forward|from now on|instead of|"
     r"rather than|no longer|prefer(?:red|s)?|policy|convention|rule|not allowed|allowed|forbidden|"
-    r"do not|don't|never|always|only (?:through|via|with|use|run))\b",
+    r"we (?:always|never|don't|do not|only)|only (?:through|via|with|use|run))\b",
     re.I,
 )
 # Before a term, in the same clause: the term is what is not done or not used (to the clause's end) ...
@@ -150,14 +150,14 @@ def mentions(text: str, terms: list[str], need: int) -> bool:
     hits = 0
     for t in terms:
         if _is_name(t):
-            hits += bool(re.search(rf"(?<![\w/.-]){re.escape(fold(t))}(?![\w/-])", folded))
+            hits += bool(re.search(rf"(?<![\w/.]){re.escape(fold(t))}(?![\w/-])", folded))
         else:
             hits += stem(t) in own
     return hits >= need
 
 
 def _is_name(term: str) -> bool:
-    return bool(re.search(r"[A-Z_./()-]|\d", term[1:])) or term.isupper()
+    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith("-")
 
 
 def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
@@ -187,7 +187,7 @@ def _negated_spans(clause: str) -> list[tuple[int, int]]:
 
 def _in_span(span: str, term: str) -> bool:
     if _is_name(term):
-        return bool(re.search(rf"(?<![\w/.-]){re.escape(fold(term))}(?![\w/-])", span))
+        return bool(re.search(rf"(?<![\w/.]){re.escape(fold(term))}(?![\w/-])", span))
     return stem(term) in stems(content_words(span))
 
 

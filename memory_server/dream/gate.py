@@ -118,9 +118,11 @@ class DreamGate:
             except (OSError, ValueError):
                 continue
             created = float(meta.get("created") or 0)
-            state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
+            if meta.get("origin") != "run":
+                state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
+            read = "run_read" if meta.get("origin") == "run" else "processed"  # `dream run` leaves them unread
             for rel in meta.get("sessions", []):
-                state["processed"][rel] = {"dream": meta.get("id"), "at": created}
+                state[read][rel] = {"dream": meta.get("id"), "at": created}
             for hunk in meta.get("hunks", []):
                 bucket = {"rejected": "rejected", "applied": "applied"}.get(hunk.get("status"))
                 if bucket:

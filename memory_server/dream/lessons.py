@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from memory_server.dream.locate import Located
-from memory_server.dream.record import AGENT, FIX_KINDS, PERSON, TOOL, FailureRecord, SessionRecord
+from memory_server.dream.record import AGENT, FIX_KINDS, PERSON, FailureRecord, SessionRecord
 from memory_server.dream.stance import REVERSAL
 
 PATH_IN_LABEL = re.compile(r"`([^`]+)`")
@@ -33,9 +33,10 @@ class LessonCase:
 
 
 def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
+    """The first quote at a line the record holds a failure at (the failed call, its output, a pasted error)."""
     for x in quotes:
         f = x.session.failure_at(x.turn.line)
-        if f is not None and x.turn.speaker in (TOOL, PERSON):
+        if f is not None:
             return x, f
     return None
 

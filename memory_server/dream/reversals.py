@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory_server.dream.claims import mentions, negated_terms, polarity_terms, subject_terms
+from memory_server.dream.claims import AWAY_BEFORE, mentions, negated_terms, polarity_terms, subject_terms
 from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, SessionRecord, Turn
 from memory_server.dream.stance import REVERSAL, classify
@@ -24,7 +24,8 @@ from memory_server.dream.stance import REVERSAL, classify
 # A sentence that tells what to do (or not to): only such a sentence of the person's can decide otherwise.
 DIRECTIVE = re.compile(
     r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now)[,\s]+)*(?:don't|do not|dont|never|stop|"
-    r"avoid|let'?s|no more|use|switch|go with|keep|put|move|we (?:will|won't|will not|should|shouldn't|should not|"
+    r"avoid|let'?s|no more|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|replace|"
+    r"get rid of|take out|we (?:will|won't|will not|should|shouldn't|should not|"
     r"must|mustn't|must not|don't|do not)|you (?:should|shouldn't|should not|must|mustn't|must not))\b",
     re.I,
 )
@@ -56,12 +57,18 @@ def _anchor(located: list[Located], terms: list[str], need: int) -> tuple[int, i
 
 
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
+    """Whether a later sentence that names the subject takes it back: it says so ("revert", "switch back"),
+    or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
+    directive ("remove the X flag", "don't use X") or as anyone's report of a removal ("dropped X")."""
     if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
         return True
-    if turn.speaker != PERSON or not DIRECTIVE.match(sentence):
-        return False  # "it never reaches X" describes; only the person's "don't use X" / "use X" decides
+    if classify(sentence) in ("question", "what-if"):
+        return False
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
-    return bool(key) and negated_terms(statement, key) != negated_terms(sentence, key)
+    if not key or negated_terms(statement, key) == negated_terms(sentence, key):
+        return False
+    directive = turn.speaker == PERSON and bool(DIRECTIVE.match(sentence))
+    return directive or bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" describes, decides nothing
 
 
 def _agrees_to_take_back(turn: Turn, asked: str) -> bool:

@@ -128,7 +128,7 @@ def _decisive(item: ProposalItem, support: list[Located]) -> list[Located]:
         whose = ", ".join(sorted({x.who for x in support}))
         raise Refused(
             f"a decision rests on the person's words (their statement, or their answer to the agent's proposal), "
-            f"and these quotes are {whose}'s; cite where the person said it, or drop the item"
+            f"and these quotes are from {whose}; cite where the person said it, or drop the item"
         )
     return person
 
