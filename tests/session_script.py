@@ -65,7 +65,9 @@ class Script:
         self.calls += 1
         tid = f"toolu_{self.session_id[:8]}_{self.calls}"
         content = [{"type": "tool_use", "id": tid, "name": name, "input": args}]
-        line = self._add({"type": "assistant", "message": {"id": f"msg_{tid}", "role": "assistant", "content": content}})
+        line = self._add(
+            {"type": "assistant", "message": {"id": f"msg_{tid}", "role": "assistant", "content": content}}
+        )
         return line, tid
 
     def _result(self, tid: str, text: str, *, error: bool = False, data: Any = None) -> int:
@@ -99,7 +101,10 @@ class Script:
     def ask(self, question: str, answer: str) -> tuple[int, int]:
         args = {"questions": [{"question": question, "header": "Choice", "options": [], "multiSelect": False}]}
         line, tid = self._use("AskUserQuestion", args)
-        text = f'User has answered your questions: "{question}"="{answer}". You can now continue with the user\'s answers in mind.'
+        text = (
+            f'User has answered your questions: "{question}"="{answer}". '
+            "You can now continue with the user's answers in mind."
+        )
         return line, self._result(tid, text, data={"questions": args["questions"], "answers": {question: answer}})
 
     def save(self, folder: Path) -> Path:

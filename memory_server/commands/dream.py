@@ -326,3 +326,17 @@ def verdicts(verdicts_file: str, proposal_id: str | None, as_json: bool) -> None
         echo_json(result)
         return
     click.echo(f"proposal {result['id']}: second reading {result['summary']}")
+
+
+@dream.command(
+    help="Print the turns around a reference (transcript:<id>:LINE or sessions/...md:LINE) as the program "
+    "reads them: who spoke each one, its kind, date and text, quoted and escaped. For checking an item "
+    "against the record."
+)
+@click.argument("ref", metavar="REF")
+@click.option("--around", default=6, show_default=True, type=click.IntRange(0, 200), help="turns before and after")
+@common_options
+def record(ref: str, around: int) -> None:
+    from memory_server.dream.context import render_around
+
+    click.echo(render_around(dream_root(), ref, around), nl=False)
