@@ -308,11 +308,14 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
 
 
 def readme_block(section: str, n: int = 0) -> list[str]:
-    """The lines of the `n`th ```bash block under the README heading `section`."""
+    """The lines of the `n`th ```bash block under the README heading `section` (a `##` or `###` heading),
+    up to the next heading."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index(f"\n## {section}\n")
-    end = readme.find("\n## ", start + 1)
-    blocks = re.findall(r"^```bash\n(.*?)^```", readme[start:end], flags=re.M | re.S)
+    heading = re.search(rf"^#{{2,3}} {re.escape(section)}\n", readme, flags=re.M)
+    assert heading, f"the README has no heading {section!r}"
+    following = re.search(r"^#{2,3} ", readme[heading.end() :], flags=re.M)
+    end = heading.end() + following.start() if following else len(readme)
+    blocks = re.findall(r"^```bash\n(.*?)^```", readme[heading.end() : end], flags=re.M | re.S)
     return [line for line in blocks[n].splitlines() if line.strip()]
 
 
@@ -339,7 +342,7 @@ def test_readme_use_it_lines_register_for_every_project(
 ) -> None:
     """The README's two lines, run by a shell in the clone as a user types them, with `memory-server` not on
     PATH (a venv install on a machine with only Python); then `claude mcp list` in another project."""
-    lines = readme_block("Use it from Claude Code")
+    lines = readme_block("Or register the server with `claude mcp add`")
     assert lines == [README_INIT, README_ADD], lines
     clone = fake_clone(tmp_path, server_bin)
     env = base_env(home)
