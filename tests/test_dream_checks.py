@@ -429,6 +429,7 @@ def test_a_rejection_is_remembered_by_meaning_not_by_its_wording(root: Path) -> 
     first = submit(root, [good, ids])
     assert first.id, first.refusals
     reject_proposal(root, first.id, changes=[1], clock=lambda: NOW)
+    (root / ".memory" / "dream-state.json").unlink()  # rebuilt from dreams/*/proposal.json: a clone remembers too
     # the same change, one word changed, from a session nobody has read yet
     later = Script("66666666-6666-4666-8666-666666666666", DAY + dt.timedelta(days=9))
     line = later.user("The request ids are 16 hex characters now, not 12.")

@@ -127,7 +127,14 @@ class DreamGate:
                 bucket = {"rejected": "rejected", "applied": "applied"}.get(hunk.get("status"))
                 if bucket:
                     for fp in hunk.get("fingerprints", []):
-                        state[bucket][fp] = {"proposal": meta.get("id"), "hunk": hunk.get("n"), "at": created}
+                        item = (meta.get("items") or {}).get(fp) or {}
+                        state[bucket][fp] = {
+                            "proposal": meta.get("id"),
+                            "hunk": hunk.get("n"),
+                            "at": created,
+                            "statement": item.get("statement", hunk.get("summary", "")),
+                            "target": item.get("target", hunk.get("path", "")),
+                        }
         return state
 
     def save_state(self, state: dict[str, Any]) -> None:
