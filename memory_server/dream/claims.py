@@ -30,8 +30,8 @@ NEGATION = re.compile(
     re.I,
 )
 NUMBER_WORDS = {
-    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "once": "1", "twice": "2", "thrice": "3",
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twice": "2", "thrice": "3",
 }  # fmt: skip
 # Words that make a statement a rule or a choice (a decision, whatever kind the item gives it).
 RULE_START = re.compile(
@@ -161,18 +161,17 @@ def _is_name(term: str) -> bool:
 
 
 def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
-    """The `terms` a sentence puts under a negation in their clause: "not X", "never use X", "instead of X",
-    "replace X with Y" (X), "from X to Y" (X). Names are matched whole, words by their stems."""
+    """The `terms` a sentence puts under a negation in their clause ("not X", "never use X", "instead of X",
+    "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
+    matched whole, words by their stems."""
     out: set[str] = set()
     folded = fold(sentence)
-    for clause in CLAUSE.split(folded):
-        spans = _negated_spans(clause)
-        if not spans:
-            continue
-        for t in terms:
-            for a, b in spans:
-                if _in_span(clause[a:b], t):
-                    out.add(t)
+    for t in terms:
+        count = 0
+        for clause in CLAUSE.split(folded):
+            count += sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t))
+        if count % 2:
+            out.add(t)
     return out
 
 

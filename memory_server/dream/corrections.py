@@ -5,7 +5,8 @@
 
 A change is stated when a quoted turn names both sides in a change ("from X to Y", "X -> Y", "rename X to
 Y", "replace X with Y", "Y instead of X", "X is now Y", "moved X to Y", "Y, not X"), or when the person's
-own words give the new value in a sentence about what the topic line says (most of its other words). The
+own words (or the agent's proposal they said yes to) give what is new in a sentence about what the topic line
+says there (a word of the line around the old text), or a quoted sentence says the part taken away was removed. The
 old text must occur once on each cited line, as whole words; only that span changes.
 """
 
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import re
 
-from memory_server.dream.claims import content_words, fold, stems
+from memory_server.dream.claims import AWAY_BEFORE, content_words, fold, negated_terms, stems
+from memory_server.dream.grounding import declines
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.record import PERSON
 from memory_server.dream.stance import classify
 from memory_server.dream.topics import TopicFile
+from memory_server.parse.text import STOP_WORDS
 
 FORWARD = re.compile(
     r"^\W{0,3}(?:(?:was|were|is|are|has been|have been|got|gets|being|now|been|will be|should be|needs to be|"
@@ -51,22 +54,53 @@ def change_stated(text: str, old: str, new: str) -> bool:
     return False
 
 
-def _line_words(line: str, old: str) -> set[str]:
-    return stems(content_words(line.replace(old, " ")))
+TOKEN = re.compile(r"[\w./:-]*\w")
 
 
-def person_gives_new(located: list[Located], line: str, old: str, new: str) -> bool:
-    """The person's own sentence gives the new value, about what the topic line says (half of its other
-    words, two at least), and neither asks it nor negates it."""
-    wanted = _line_words(line, old)
+def _tokens(text: str) -> list[str]:
+    return [t for t in TOKEN.findall(fold(text)) if t not in STOP_WORDS]
+
+
+def _has(sentence: str, token: str) -> bool:
+    return bool(re.search(rf"(?<![\w/.-]){re.escape(token)}(?![\w/-])", fold(sentence)))
+
+
+def _anchors(line: str, old: str, new: str) -> set[str]:
+    """What ties a sentence to the topic line: the old text's words the new one keeps, and the line's words
+    around the old text (four on each side)."""
+    kept = set(_tokens(old)) & set(_tokens(new))
+    at = fold(line).find(fold(old))
+    before = fold(line)[:at].split()[-4:] if at >= 0 else []
+    after = fold(line)[at + len(fold(old)) :].split()[:4] if at >= 0 else []
+    return stems(content_words(" ".join([*kept, *before, *after])))
+
+
+def new_value_given(located: list[Located], line: str, old: str, new: str) -> bool:
+    """The person's words (or the agent's proposal they said yes to) give what is new in `new`, in a sentence
+    about what the topic line says there (it shares a word of the line around the old text)."""
+    distinct = [t for t in _tokens(new) if t not in set(_tokens(old))]
+    if not distinct:
+        return False  # only something taken away: that must be stated as such
+    anchors = _anchors(line, old, new)
     for x in located:
         if x.turn.speaker != PERSON:
             continue
-        for sentence in SENTENCE_BREAK.split(f"{x.turn.asked}\n{x.turn.text}" if x.turn.asked else x.turn.text):
-            if not re.search(rf"(?<![\w]){re.escape(fold(new))}(?![\w])", fold(sentence)):
+        own = [(s, True) for s in SENTENCE_BREAK.split(x.turn.text)]
+        asked = [(s, False) for s in SENTENCE_BREAK.split(x.turn.asked)] if x.turn.asked and not declines(x) else []
+        for sentence, mine in own + asked:
+            if mine and classify(sentence) != "statement":
                 continue
-            shared = wanted & stems(content_words(sentence))
-            if len(shared) >= max(2, (len(wanted) + 1) // 2) and classify(sentence) == "statement":
+            if all(_has(sentence, t) for t in distinct) and anchors & stems(content_words(sentence)):
+                return True
+    return False
+
+
+def removal_stated(located: list[Located], old: str, new: str) -> bool:
+    """A quoted sentence says that what the old text has and the new one lacks was removed."""
+    removed = [t for t in _tokens(old) if t not in set(_tokens(new))]
+    for x in located:
+        for sentence in SENTENCE_BREAK.split(f"{x.turn.asked}\n{x.turn.text}"):
+            if removed and AWAY_BEFORE.search(sentence) and negated_terms(sentence, removed):
                 return True
     return False
 
@@ -82,7 +116,7 @@ def replace_span(line: str, old: str, new: str) -> str:
 def correction_problem(item: ProposalItem, located: list[Located], topic: TopicFile | None) -> str | None:
     if topic is None:
         return f"{item.topic} does not exist, so it has no lines to correct"
-    quoted = [x for x in located]
+    quoted = list(located)
     for ref in item.replace_lines:
         n = int(ref.rsplit(":", 1)[1])
         if n > len(topic.lines) or n <= topic.body_start:
@@ -96,7 +130,8 @@ def correction_problem(item: ProposalItem, located: list[Located], topic: TopicF
                 f" (it occurs {found} times); quote more of the line"
             )
         stated = any(change_stated(f"{x.turn.asked}\n{x.turn.text}", item.old, item.new) for x in quoted)
-        if not stated and not person_gives_new(quoted, line, item.old, item.new):
+        given = new_value_given(quoted, line, item.old, item.new) or removal_stated(quoted, item.old, item.new)
+        if not stated and not given:
             return (
                 f"no quoted turn states that {item.old!r} became {item.new!r} (from/to, rename, instead of, now, "
                 "moved to), and the person's own words do not give the new value for what that line says"

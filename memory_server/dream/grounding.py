@@ -43,13 +43,31 @@ def _has_name(corpus: str, name: str) -> bool:
     return bool(re.search(rf"(?<![\w]){re.escape(fold(bare))}(?![\w])", fold(corpus)))
 
 
-def _grounded(token: Token, corpus: str, contexts: str, tree: GitTree) -> bool:
+CONTRAST = re.compile(r"\b(?:instead of|rather than|not)\s+(?:the\s+|a\s+|an\s+)?([\w`./-]+(?:\s+[\w`./-]+)?)", re.I)
+
+
+def _negation_grounded(token: Token, statement: str, contexts: str) -> bool:
+    """A statement's negation is grounded by one in the quoted sentences (or a person's "no", "we looked
+    at X but kept Y"); a contrast ("Y instead of X", "Y, not X") by the quotes naming what it sets aside."""
+    if NEGATION.search(contexts) or AWAY_BEFORE.search(contexts):
+        return True
+    if any(classify(c) in ("declined", "considered") for c in contexts.split("\n") if c.strip()):
+        return True
+    if token.text in ("instead of", "rather than", "not"):
+        for m in CONTRAST.finditer(statement):
+            words = [w for w in re.findall(r"[\w./-]+", m.group(1).casefold()) if len(w) > 2]
+            if words and all(w in fold(contexts) for w in words[:1]):
+                return True
+    return False
+
+
+def _grounded(token: Token, statement: str, corpus: str, contexts: str, tree: GitTree) -> bool:
     if token.kind == "number":
         return token.text in numbers(corpus)
     if token.kind == "quoted":
         return fold(token.text) in fold(corpus)
     if token.kind == "negation":
-        return bool(NEGATION.search(contexts) or AWAY_BEFORE.search(contexts))
+        return _negation_grounded(token, statement, contexts)
     if _has_name(corpus, token.text):
         return True
     return tree.available and tree.problem(token.text) is None and name_kind(token.text) != "key"
@@ -62,7 +80,7 @@ def ungrounded(statement: str, located: list[Located], tree: GitTree) -> list[st
     return [
         f"{words[t.kind]} `{t.text}`" if t.kind != "negation" else f'negation "{t.text}"'
         for t in tokens(statement)
-        if not _grounded(t, corpus, contexts, tree)
+        if not _grounded(t, statement, corpus, contexts, tree)
     ]
 
 
@@ -72,9 +90,9 @@ def declines(located: Located) -> bool:
 
 
 def polarity_problem(statement: str, located: list[Located]) -> str | None:
-    """A quote that negates the terms the statement does not (or the reverse), for half of the terms both
-    name at least: "never replace X with Y" quoted for "Replace X with Y"; "no" answered to "Shall I switch
-    to make?" quoted for "Switch to make"."""
+    """A quote that negates what the statement adopts, for half of the terms both name at least: "never
+    replace X with Y" quoted for "Replace X with Y"; a "no" to "Shall I switch to make?" for "Switch to make".
+    (A statement that negates what its quotes do not is a negation its quotes must ground: `ungrounded`.)"""
     terms = polarity_terms(statement)
     said = negated_terms(statement, terms)
     for x in located:
@@ -82,15 +100,13 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
         present = [t for t in terms if mentions(text, [t], 1)]
         if not present:
             continue
-        negated = set(present) if declines(x) else negated_terms(text, present)
+        negated = negated_terms(x.turn.asked if declines(x) else text, present)
         if declines(x):
-            negated ^= negated_terms(x.turn.asked, present)  # "no" to "shall I not ...?" keeps it
-        wrong = [t for t in present if (t in said) != (t in negated)]
+            negated = set(present) - negated  # "no" to "shall I ...?" negates it; to "shall I not ...?" keeps it
+        wrong = [t for t in present if t in negated and t not in said]
         if wrong and len(wrong) * 2 >= len(present):
-            t = wrong[0]
-            how = "negates" if t in said else "does not negate"
             return (
-                f"the statement {how} `{t}`, but the words at {x.quote.ref} ({x.who}) say the opposite: "
+                f"the quoted words say the opposite of the statement about `{wrong[0]}`: {x.quote.ref} ({x.who}): "
                 f"{x.sentence[:200]!r}" + (f" (answering {x.turn.asked[-160:]!r})" if x.turn.asked else "")
             )
     return None

@@ -15,8 +15,17 @@ import re
 from dataclasses import dataclass
 
 from memory_server.dream.locate import Located
-from memory_server.dream.record import AGENT, FIX_KINDS, PERSON, FailureRecord, SessionRecord
+from memory_server.dream.record import (
+    AGENT,
+    FIX_KINDS,
+    PERSON,
+    TOOL,
+    FailureRecord,
+    SessionRecord,
+    normalise_error,
+)
 from memory_server.dream.stance import REVERSAL
+from memory_server.sessions.failures import looks_like_error
 
 PATH_IN_LABEL = re.compile(r"`([^`]+)`")
 
@@ -33,20 +42,32 @@ class LessonCase:
 
 
 def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
-    """The first quote at a line the record holds a failure at (the failed call, its output, a pasted error)."""
+    """The first quote at a line the record holds a failure at (the failed call, its output, a pasted error),
+    else a quote of a tool's output that shows an error its exit code hid (`lint | head` exits 0)."""
     for x in quotes:
         f = x.session.failure_at(x.turn.line)
         if f is not None:
             return x, f
+    for x in quotes:
+        shown = looks_like_error(x.turn.text) if x.turn.speaker == TOOL else ""
+        if shown:
+            t = x.turn
+            f = FailureRecord(t.ref, t.line, t.date, t.ts, shown, normalise_error(shown), t.tool, t.line, None)
+            return x, f
     return None
 
 
-def _fix(quotes: list[Located], f: FailureRecord, compressed: bool) -> Located | None:
+def _fix(quotes: list[Located], f: FailureRecord, session: SessionRecord) -> Located | None:
+    """A quote of the fix: a fix step (edit, file written, command) of the agent after the failure and no later
+    than the next success of the same command, or the agent's words there when a fix step follows them."""
+    end = f.fixed_line or 10**9
+    steps = [t.line for t in session.turns if t.speaker == AGENT and t.kind in FIX_KINDS and f.line < t.line <= end]
     for x in quotes:
-        if compressed and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
+        if session.source == "compressed" and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
             return x  # a compressed file holds a failure and its fix on one line
-        in_window = f.line < x.turn.line <= (f.fixed_line or 10**9)
-        if in_window and x.turn.speaker == AGENT and x.turn.kind in FIX_KINDS:
+        if not (f.line < x.turn.line <= end) or x.turn.speaker != AGENT:
+            continue
+        if x.turn.kind in FIX_KINDS or (x.turn.kind == "reply" and any(n >= x.turn.line for n in steps)):
             return x
     return None
 
@@ -57,7 +78,7 @@ def _case(session: SessionRecord, quotes: list[Located]) -> LessonCase | str:
     if found is None:
         return f"no failure is recorded at {refs} (cite the failure: a failed command, a tool's error, a pasted error)"
     error, f = found
-    fix = _fix([x for x in quotes if x is not error], f, session.source == "compressed")
+    fix = _fix([x for x in quotes if x is not error], f, session)
     if fix is None:
         window = (
             "the failure's own line (a session file holds a failure and its fix on one line)"

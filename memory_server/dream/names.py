@@ -32,12 +32,20 @@ PATHLIKE = re.compile(r"/|^[\w.-]+\.[A-Za-z0-9]{1,8}$")
 CODE_NAME = re.compile(r"^[A-Za-z_][\w]*(?:\(\))?$|^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?$")
 
 
+FILE_EXTENSIONS = frozenset(
+    "go py js mjs cjs ts tsx jsx java c h cc cpp hpp cs rs rb php swift kt md txt rst json yaml yml toml ini cfg "
+    "conf sh bash zsh fish lock mod sum sql html css scss xml proto gradle mk env csv tf hcl nix lua dart ex exs "
+    "ipynb jsonl mmd svg png".split()
+)
+
+
 def name_kind(name: str) -> str:
     """ "path", "flag", "code" (an identifier or a dotted code name) or "key" (anything else: settings,
     snake_case and kebab-case keys, environment variables, task names)."""
     if FLAG.match(name):
         return "flag"
-    if PATHLIKE.search(name) and not CODE_NAME.match(name):
+    extension = name.rsplit(".", 1)[-1].casefold() if "." in name else ""
+    if "/" in name or extension in FILE_EXTENSIONS or (PATHLIKE.search(name) and not CODE_NAME.match(name)):
         return "path"
     bare = name[:-2] if name.endswith("()") else name
     mixed = bool(re.search(r"[a-z]", bare) and re.search(r"[A-Z]", bare))
@@ -177,7 +185,9 @@ class GitTree:
                 return f"`{name}` is not in `{place}` (no real occurrence there: comments and strings do not count)"
             return None
         if kind == "path":
-            return None if self.path_exists(name) else f"`{name}` is not a file or folder of the project"
+            if self.path_exists(name) or self.real(name.strip("/"), "key", None):
+                return None  # a file or folder, or a path the code names (a module path in go.mod)
+            return f"`{name}` is not a file or folder of the project"
         if self._found(name, kind, None):
             return None
         return (
@@ -194,9 +204,12 @@ class GitTree:
         bare = name[:-2] if name.endswith("()") else name
         if kind == "code" and "." in bare:
             head, _, tail = bare.rpartition(".")
-            package = head.rsplit(".", 1)[-1]
+            owner = head.rsplit(".", 1)[-1]
             files = self.real(tail, "code", within)
-            return any(package in Path(f).parts[:-1] or Path(f).stem == package for f in files)
+            if any(owner in Path(f).parts[:-1] or Path(f).stem == owner for f in files):
+                return True  # a package (folder or module) and a name in it
+            if owner[:1].isupper():  # a type and its member, in one file
+                return bool(set(files) & set(self.real(owner, "code", within)))
         return False
 
 

@@ -36,6 +36,13 @@ DECLINED = re.compile(
     r"not now|no thanks|no need)\b",
     re.I,
 )
+# A request worded as a question: "can you ...", "could we ...", "would you ...".
+REQUEST = re.compile(
+    r"^\W*(?:(?:ok|okay|so|and|also|hmm|well|great|then|now)[,\s]+)*(?:can|could|would|will) (?:you|we|u)\s+"
+    r"(?!(?:maybe|perhaps|possibly|also consider|think|consider|imagine)\b)(?!.*\b(?:be related|be the cause|"
+    r"be why|explain|tell me|check (?:whether|if)|look into whether)\b)",
+    re.I,
+)
 SWITCHED = re.compile(r"\b(?:switched|moved|went with|replaced|now use)\b", re.I)
 NO_START = re.compile(r"^\W*(?:no|nope|nah|don't|do not|dont)\b[,.!]?", re.I)
 # After "no" or "but": what the person wants instead, which makes the sentence a correction or a switch.
@@ -72,6 +79,8 @@ def classify(quote: str) -> str:
         return "declined"  # a bare "no"; "no, use X" is a correction that adopts X
     if WHAT_IF.search(text):
         return "what-if"
+    if REQUEST.match(text):
+        return "statement"  # "can we rename it on main instead?": the person asking for it
     if text.endswith("?") or QUESTION_START.match(text):
         return "question"
     return "statement"
