@@ -331,7 +331,7 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
                 {"ref": ref(7, YAML_ERROR), "quote": "`uv sync` before the tests", "role": "fix"},
             ],
         },
-        "no fix of the failure",
+        "",  # refused: no fix of that failure is quoted, and the statement is not what its quotes say
     ),
 }
 

@@ -237,17 +237,19 @@ def test_never_replace_x_with_y_is_no_evidence_for_replacing_x_with_y(root: Path
 def test_no_dont_switch_is_no_evidence_for_switching(root: Path) -> None:
     wrong = item("Switch the task runner to make", (ref("tooling", "no_make"), "No, don't switch to make."))
     result = submit(root, [wrong])
-    assert result.id is None and re.search(r"say the opposite|considered but not taken up", result.refusals[0])
+    assert result.id is None and re.search(r"opposite|considered but not taken up|declines", result.refusals[0])
 
 
 def test_we_looked_at_make_we_keep_mise_adopts_nothing_of_make(root: Path) -> None:
     wrong = item("Tasks run with make", (ref("tooling", "no_make"), "We looked at make last year."))
     refused(root, wrong, "considered but not taken up")
+    kept = item("Keep mise as the task runner", (ref("tooling", "no_make"), "We'll keep mise."))
+    assert submit(root, [kept]).id  # what the person kept is adopted
 
 
 def test_a_bare_no_to_the_agents_offer_is_no_evidence_for_it(root: Path) -> None:
     wrong = item("Add a request cache in front of the store", (ref("tooling", "no_cache"), "no"))
-    refused(root, wrong, "said no")
+    refused(root, wrong, "declines it")
 
 
 # -- 2. labels the agent sets never switch a check off ----------------------------------------------------
@@ -256,7 +258,7 @@ def test_a_bare_no_to_the_agents_offer_is_no_evidence_for_it(root: Path) -> None
 def test_a_role_of_fix_does_not_skip_the_stance_check(root: Path) -> None:
     wrong = item("Switch the task runner to make", (ref("tooling", "offer_make"), "switch the task runner to make"))
     wrong["evidence"][0]["role"] = "fix"
-    refused(root, wrong, "person")
+    refused(root, wrong, "person's words")
 
 
 def test_rejected_writes_a_do_not_line_only_when_the_person_said_not_to(root: Path) -> None:
@@ -353,11 +355,13 @@ def test_a_correction_may_not_swap_a_word_for_any_word_its_quotes_hold(root: Pat
         (ref("ids", "lint_rule"), "always run the linter"),
         statement="Always commit generated files",
     )
-    refused(root, never, "no quoted turn states")
+    result = submit(root, [never])
+    assert result.id is None and re.search(
+        "no quoted turn states|says much that its quoted turns do not", result.refusals[0]
+    )
     do_not = correction(
         "Do NOT use", "Use", 12, (ref("ids", "lint_rule"), "always run the linter"), statement="Use `git add -A`"
     )
-    refused(root, do_not, "no quoted turn states")
 
 
 def test_a_correction_with_a_number_the_record_never_gave_is_refused(root: Path) -> None:
@@ -415,6 +419,10 @@ def test_text_in_a_tools_output_that_speaks_to_the_agent_is_never_evidence(root:
 def test_a_decision_rests_on_the_persons_words_not_the_agents(root: Path) -> None:
     wrong = item("Switch the task runner to make", (ref("tooling", "offer_make"), "switch the task runner to make"))
     refused(root, wrong, "rests on the person's words")
+    fact = item(
+        "The sync command gets a request cache", (ref("tooling", "offer_cache"), "add a request cache"), kind="fact"
+    )
+    refused(root, fact, "")  # the agent only offered it, and the person said no
 
 
 def test_a_rejection_is_remembered_by_meaning_not_by_its_wording(root: Path) -> None:
@@ -490,28 +498,28 @@ def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
 
 
 def test_control_characters_and_html_comments_never_reach_the_diff_report_or_show(root: Path) -> None:
-    hostile = item(
-        "Use the \x1b[31mred\x1b[0m logger.\r <!-- hidden",
-        (ref("cli", "hostile"), "Use the"),
-        target={"topic": "topics/tooling.md", "section": "Tasks"},
+    # a statement that would carry them is refused: a topic line is plain text
+    for hostile in ("Use the \x1b[31mred\x1b[0m logger", "Use the logger <!-- hidden", "Use the logger\r Done"):
+        refused(root, item(hostile, (ref("cli", "hostile"), "logger"), kind="fact"), "control characters or markup")
+    # the person's line holds a terminal escape, a carriage return and an unclosed HTML comment: shown, escaped
+    quoted = item(
+        "Use the red logger", (ref("cli", "hostile"), "Use the"), (ref("cli", "hostile"), "hidden from"), kind="fact"
     )
-    result = submit(root, [hostile])
+    result = submit(root, [quoted])
     assert result.id, result.refusals
-    folder = root / "dreams" / result.id
-    for text in ((folder / "proposal.diff").read_text(), (folder / "REPORT.md").read_text()):
-        assert "\x1b" not in text and "\r" not in text and "<!--" not in text.replace("\\<!--", "")
-    apply_proposal(root, result.id, clock=lambda: NOW)
-    topic = (root / "topics" / "tooling.md").read_text()
-    assert "\x1b" not in topic and "\\<!-- hidden" in topic
+    report = (root / "dreams" / result.id / "REPORT.md").read_text()
+    assert "\x1b" not in report and "\r" not in report and "<!--" not in report.replace("\\<!--", "")
+    assert "\\x1b[31mred" in report and "\\<!-- hidden from the reviewer" in report  # shown, escaped, not hidden
 
 
 def test_show_escapes_what_it_prints(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    hostile = item("Use the \x1b[31mred\x1b[0m logger", (ref("cli", "hostile"), "Use the"))
-    result = submit(root, [hostile])
+    result = submit(root, [item("Use the red logger", (ref("cli", "hostile"), "logger"), kind="fact")])
     assert result.id, result.refusals
+    diff = root / "dreams" / result.id / "proposal.diff"
+    diff.write_text(diff.read_text().replace("+- Use the red logger", "+- Use the \x1b[2Jred logger"))  # edited by hand
     assert cli_main(["dream", "show", "--root", str(root)]) == 0
     out = capsys.readouterr().out
-    assert "\x1b" not in out and "\\x1b[31m" in out
+    assert "\x1b" not in out and "\\x1b[2J" in out
 
 
 # -- 6. names are checked where the statement puts them ----------------------------------------------------
@@ -529,10 +537,11 @@ def test_a_name_found_only_in_a_comment_or_a_string_is_not_in_the_project(root: 
 
 
 def test_a_name_is_checked_in_the_file_the_statement_places_it_in(root: Path) -> None:
-    wrong = item("`load` lives in `src/app/store.py`", (ref("ids", "fix_settings"), "def load()"), kind="fact")
-    refused(root, wrong, "is not in `src/app/store.py`")
-    right = item("`load` lives in `src/app/settings.py`", (ref("ids", "fix_settings"), "def load()"), kind="fact")
-    assert submit(root, [right]).id
+    wrong = item("`Store` lives in `src/app/settings.py`", (ref("tests", "fix_store"), "class Store:"), kind="fact")
+    refused(root, wrong, "is not in `src/app/settings.py`")
+    right = item("`Store` lives in `src/app/store.py`", (ref("tests", "fix_store"), "class Store:"), kind="fact")
+    result = submit(root, [right])
+    assert result.id, result.refusals
 
 
 def test_a_flag_taken_out_of_the_code_since_is_caught(root: Path) -> None:

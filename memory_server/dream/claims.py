@@ -130,15 +130,17 @@ def rule_like(statement: str) -> bool:
 def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
     """What a later turn must name to be about the statement, and how many of those terms it must name.
 
-    The statement's names when it has any (one of them is enough); else its content words that its quotes
-    say too, half of them at least ("managed with uv" quoting "switched to uv": uv).
+    The statement's names when it has any, with the long parts of dotted or slashed names ("modernc" of
+    `modernc.org/sqlite`): one of them is enough. Else its content words that its quotes say too: half of
+    them, three at most ("managed with uv" quoting "switched to uv": uv).
     """
     names = [n for n in identifiers(statement) if len(n) > 2]
     if names:
-        return names, 1
+        parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
+        return [*names, *sorted(parts - set(names))], 1
     said = stems(content_words(quoted))
     words = [w for w in dict.fromkeys(content_words(statement)) if stem(w) in said and len(w) > 1]
-    return words, max(1, (len(words) + 1) // 2)
+    return words, min(3, max(1, (len(words) + 1) // 2))
 
 
 def mentions(text: str, terms: list[str], need: int) -> bool:

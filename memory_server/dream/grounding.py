@@ -86,7 +86,7 @@ def ungrounded(statement: str, located: list[Located], tree: GitTree) -> list[st
 
 def declines(located: Located) -> bool:
     """An answer that says no to what it answers ("no", "nope, leave it", "don't")."""
-    return bool(located.turn.asked) and classify(located.turn.text) == "declined"
+    return bool(located.turn.asked) and classify(located.turn.text) in ("declined", "considered")
 
 
 def polarity_problem(statement: str, located: list[Located]) -> str | None:
@@ -100,8 +100,9 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
         present = [t for t in terms if mentions(text, [t], 1)]
         if not present:
             continue
-        negated = negated_terms(x.turn.asked if declines(x) else text, present)
-        if declines(x):
+        flip = declines(x) and classify(x.sentence) in ("declined", "considered")  # the quoted words say no
+        negated = negated_terms(x.turn.asked if flip else text, present)
+        if flip:
             negated = set(present) - negated  # "no" to "shall I ...?" negates it; to "shall I not ...?" keeps it
         wrong = [t for t in present if t in negated and t not in said]
         if wrong and len(wrong) * 2 >= len(present):

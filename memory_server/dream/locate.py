@@ -37,13 +37,30 @@ def norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _find(hay: str, part: str, pos: int) -> int:
+    """Where `part` starts in `hay` at or after `pos`, cut at word edges ("entire/checkpoints" is not in
+    "entire/checkpoints/v1", nor "make" in "makefile"); -1 when nowhere."""
+    at = hay.find(part, pos)
+    while at >= 0:
+        before = hay[at - 1] if at else " "
+        after = hay[at + len(part)] if at + len(part) < len(hay) else " "
+        inner_start, inner_end = part[0].isalnum() or part[0] in "_/", part[-1].isalnum() or part[-1] in "_/"
+        cut_start = inner_start and (before.isalnum() or before in "_/")
+        cut_end = inner_end and (after.isalnum() or after in "_/")
+        if not cut_start and not cut_end:
+            return at
+        at = hay.find(part, at + 1)
+    return -1
+
+
 def holds(text: str, quote: str) -> bool:
-    """Whether `text` holds `quote`; an ellipsis in the quote stands for words left out (the parts in order)."""
+    """Whether `text` holds `quote` with whole words at its ends; an ellipsis in the quote stands for words
+    left out (the parts in order)."""
     hay = norm(text)
     pos = 0
     parts = [norm(p) for p in GAP.split(quote) if norm(p)]
     for part in parts:
-        at = hay.find(part, pos)
+        at = _find(hay, part, pos)
         if at < 0:
             return False
         pos = at + len(part)

@@ -4,8 +4,8 @@
     later.reversal    # the first later sentence that takes it back, or None
     later.mentions    # every later sentence that names the subject (the person's, the agent's, commits)
 
-"Later" is every turn after the last quote that names the subject, in every later session the dream can
-read (not only after the last quote: a "thanks" cited at the end hides nothing). A sentence takes the subject
+"Later" is every turn after the item's earliest quote, in every later session the dream can read: a quote
+cited after a revert hides nothing, unless it is the person adopting it again. A sentence takes the subject
 back when it says so ("revert", "switch back", "no longer", "actually needed", ...) and is not a question,
 when the person negates what the statement adopts (or adopts what it negates), or when the person says yes
 to the agent's offer to take it back.
@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 
 from memory_server.dream.claims import AWAY_BEFORE, mentions, negated_terms, polarity_terms, subject_terms
 from memory_server.dream.locate import SENTENCE_BREAK, Located
-from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, SessionRecord, Turn
+from memory_server.dream.record import AGENT, PERSON, SessionRecord, Turn
 from memory_server.dream.stance import REVERSAL, classify
 
 # A sentence that tells what to do (or not to): only such a sentence of the person's can decide otherwise.
 DIRECTIVE = re.compile(
-    r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now)[,\s]+)*(?:don't|do not|dont|never|stop|"
-    r"avoid|let'?s|no more|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|replace|"
-    r"get rid of|take out|we (?:will|won't|will not|should|shouldn't|should not|"
+    r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now|wait|also|hmm|oh)[,\s]+)*(?:don't|do not|"
+    r"dont|never|stop|avoid|let'?s|no\b|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|"
+    r"replace|skip|leave|take|get rid of|you(?:'re| are) (?:not|wrong)|that(?:'s| is) (?:not|wrong|incorrect)|"
+    r"not (?:correct|true|right)|incorrect|wrong|we (?:will|won't|will not|should|shouldn't|should not|"
     r"must|mustn't|must not|don't|do not)|you (?:should|shouldn't|should not|must|mustn't|must not))\b",
     re.I,
 )
@@ -50,12 +51,6 @@ class Later:
     reversal: Mention | None = None
 
 
-def _anchor(located: list[Located], terms: list[str], need: int) -> tuple[int, int]:
-    """The position of the last quote that names the subject (else of the last quote)."""
-    naming = [x for x in located if x.turn.speaker != CLAUDE_CODE and mentions(x.context, terms, need)]
-    return max(x.position for x in (naming or located))
-
-
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
     """Whether a later sentence that names the subject takes it back: it says so ("revert", "switch back"),
     or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
@@ -67,7 +62,7 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> 
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
     if not key or negated_terms(statement, key) == negated_terms(sentence, key):
         return False
-    directive = turn.speaker == PERSON and bool(DIRECTIVE.match(sentence))
+    directive = turn.speaker == PERSON and (turn.kind == "correction" or bool(DIRECTIVE.match(sentence)))
     return directive or bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" describes, decides nothing
 
 
@@ -79,25 +74,29 @@ def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
 def later_mentions(
     statement: str, located: list[Located], sessions: list[SessionRecord], order: dict[str, int]
 ) -> Later:
-    """Every later mention of the statement's subject in `sessions` (oldest first; `order` their places)."""
+    """Every mention of the statement's subject after its earliest quote, in `sessions` (oldest first; `order`
+    their places), and the first that takes it back and is not followed by a quote of the person's that
+    adopts it again."""
     quoted = " ".join(x.context for x in located)
     terms, need = subject_terms(statement, quoted)
     out = Later(terms)
     if not terms or not located:
         return out
-    anchor = _anchor(located, terms, need)
+    start = min(x.position for x in located)
+    cited = {x.turn.ref for x in located}
+    again = [x.position for x in located if x.turn.speaker == PERSON and mentions(x.context, terms, need)]
     for session in sessions:
         n = order.get(session.ref_base, -1)
-        if n < anchor[0]:
+        if n < start[0]:
             continue
         for turn in session.turns:
-            if (n, turn.line) <= anchor or (turn.speaker, turn.kind) not in SPOKEN:
+            if (n, turn.line) <= start or turn.ref in cited or (turn.speaker, turn.kind) not in SPOKEN:
                 continue
-            _scan(out, turn, statement, need)
+            _scan(out, turn, statement, need, any(p > (n, turn.line) for p in again))
     return out
 
 
-def _scan(out: Later, turn: Turn, statement: str, need: int) -> None:
+def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) -> None:
     """Note one turn: its sentence that takes the subject back, else its first that names it."""
     hits = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip() and mentions(s, out.terms, need)]
     back = next((h for h in hits if _takes_back(turn, h, statement, out.terms)), None)
@@ -110,8 +109,8 @@ def _scan(out: Later, turn: Turn, statement: str, need: int) -> None:
     if shown is None:
         return
     mention = Mention(turn.ref, turn.date, turn.who, shown[:300], back is not None)
-    if back is not None and out.reversal is None:
-        out.reversal = mention
+    if back is not None and out.reversal is None and not readopted:
+        out.reversal = mention  # taken back, and not adopted again by a later quote of the person's
     if len(out.mentions) < MAX_MENTIONS:
         out.mentions.append(mention)
     else:

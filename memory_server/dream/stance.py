@@ -56,7 +56,8 @@ REVERSAL = re.compile(
     r"\b(?:revert(?:ed|ing|s)?|roll(?:ed)? (?:it |that |this )?back|rollback|undo|undid|undone|cancel(?:l?ed)?|"
     r"close it|closed it|switch(?:ed)? back|go back to|went back to|going back to|back out|backed out|no longer|"
     r"drop(?:ped)? (?:it|that|this)|scrap(?:ped)?|never ?mind|not needed after all|(?:is|are|was|were) actually "
-    r"needed|changed my mind|on second thought|rip(?:ped)? (?:it|that|this) out|remov(?:e|ed) (?:it|that|this))\b",
+    r"needed|changed my mind|on second thought|rip(?:ped)? (?:it|that|this) out|remov(?:e|ed) (?:it|that|this)|"
+    r"take (?:\w+ ){0,2}out|took (?:\w+ ){0,2}out|no more)\b",
     re.I,
 )
 
@@ -86,13 +87,19 @@ def classify(quote: str) -> str:
     return "statement"
 
 
-def stance_problem(contexts: list[str]) -> str | None:
-    """Why quoted sentences (each with what follows it in its turn) cannot back an "adopted" statement."""
-    kinds = [(c, classify(c)) for c in contexts]
-    for context, kind in kinds:
-        if kind == "considered":
-            return f'the evidence says it was considered but not taken up: {context[:200]!r}; use stance "rejected"'
-    if kinds and all(k in ("question", "what-if") for _c, k in kinds):
+def stance_problem(sentences: list[tuple[str, str]], negative: bool) -> str | None:
+    """Why quoted sentences cannot back an "adopted" statement, or None. Each is (its own sentence, that
+    sentence with what follows it in its turn): the sentence says whether it asks or declines; what follows
+    says whether it was only considered ("We looked at make. We'll keep mise."). A `negative` statement
+    ("Do not ...") may rest on a refusal."""
+    kinds = [(own, classify(own), classify(context)) for own, context in sentences]
+    for own, _kind, later in kinds:
+        if later == "considered" and not negative:
+            return f'the evidence says it was considered but not taken up: {own[:200]!r}; use stance "rejected"'
+    for own, kind, _later in kinds:
+        if kind == "declined" and not negative:
+            return f'the evidence declines it: {own[:200]!r}; it was not adopted (a "Do not ..." item can say so)'
+    if kinds and all(k in ("question", "what-if") for _own, k, _l in kinds):
         shown = kinds[0][0][:200]
         return (
             f"the evidence only asks or supposes it ({shown!r}), which adopts nothing; cite the answer or the "

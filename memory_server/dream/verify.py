@@ -32,18 +32,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory_server.dream.claims import NEGATION, negated_terms, rule_like
+from memory_server.dream.claims import (
+    NEGATION,
+    content_words,
+    mentions,
+    negated_terms,
+    rule_like,
+    stems,
+    subject_terms,
+)
 from memory_server.dream.corrections import correction_problem
 from memory_server.dream.grounding import declines, polarity_problem, ungrounded
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
 from memory_server.dream.locate import Located, Recorded, Unlocated, norm
 from memory_server.dream.names import GitTree, claimed_names
-from memory_server.dream.record import CLAUDE_CODE, FILE, PERSON, TOOL, SessionRecord
+from memory_server.dream.record import AGENT, CLAUDE_CODE, FILE, PERSON, TOOL, SessionRecord
 from memory_server.dream.rejections import Rejection, matching_rejection
 from memory_server.dream.reversals import Later, later_mentions
 from memory_server.dream.stance import classify, stance_problem
 from memory_server.dream.topics import TopicFile, heading_key, headings
+from memory_server.parse.text import UNSAFE_CHAR
 from memory_server.settings import DreamSettings
 
 # Text in a tool's output or a file that speaks to the agent or to a memory: data, and never evidence.
@@ -115,6 +124,48 @@ def _support(item: ProposalItem, located: list[Located]) -> list[Located]:
     return support
 
 
+INTENTION = re.compile(
+    r"^\W*(?:(?:ok|okay|sure|now|next|so|then|first|great)[,\s]+)*(?:i'll|i will|let me|i'm going to|i am going to|"
+    r"i can|i could|i'd|i would|want me to|shall i|should i|we could|we can|i plan to|i propose|i suggest)\b",
+    re.I,
+)
+COVERAGE = 1 / 3  # of the statement's words its quoted turns must hold (true items in the red-team set: 0.44+)
+
+
+def _statement_problem(item: ProposalItem) -> None:
+    """A statement is one line of plain text: no control characters (a terminal escape can rewrite what the
+    reviewer sees) and no HTML comment (it hides the rest of the line when rendered)."""
+    if UNSAFE_CHAR.search(item.statement) or "<!--" in item.statement:
+        raise Refused("the statement holds control characters or markup that hides text; write it as plain text")
+
+
+def _coverage(item: ProposalItem, support: list[Located]) -> None:
+    said = stems(content_words(item.statement))
+    corpus = " ".join(f"{x.turn.asked} {x.turn.text} {x.turn.tool}" for x in support)
+    held = said & stems(content_words(corpus))
+    if said and len(held) < COVERAGE * len(said):
+        raise Refused(
+            f"the statement says much that its quoted turns do not (they hold {len(held)} of its {len(said)} words); "
+            "a statement says what its quotes say"
+        )
+
+
+def _agent_support(item: ProposalItem, support: list[Located]) -> None:
+    """The agent's words support a fact only as what it found or did: not what it said it would do, and not
+    what the person turned down right after."""
+    negative = bool(NEGATION.search(item.statement))
+    for x in support:
+        if x.turn.speaker != AGENT or x.turn.kind != "reply" or not x.turn.closing or negative:
+            continue
+        answer = next((t for t in x.session.turns if t.line > x.turn.line and t.speaker == PERSON), None)
+        if answer is not None and (answer.kind == "correction" or classify(answer.text) == "declined"):
+            raise Refused(
+                f"the person turned down what the agent said at {x.quote.ref}: {answer.ref} {answer.text[:160]!r}"
+            )
+    if support and all(x.turn.speaker == AGENT and INTENTION.match(x.sentence) for x in support):
+        raise Refused("the agent only said it would do it; cite what was done (the commit, the edit, the result)")
+
+
 def is_decision(item: ProposalItem) -> bool:
     return item.kind in ("decision", "correction") or item.stance == "rejected" or rule_like(item.statement)
 
@@ -135,13 +186,9 @@ def _decisive(item: ProposalItem, support: list[Located]) -> list[Located]:
 
 def _stance(item: ProposalItem, decisive: list[Located]) -> None:
     if item.stance == "adopted":
-        declined = next((x for x in decisive if declines(x)), None)
-        if declined is not None and not NEGATION.search(item.statement):
-            raise Refused(
-                f"the person said no at {declined.quote.ref}: {declined.turn.text[:120]!r} "
-                f"(answering {declined.turn.asked[-160:]!r}); it was not adopted"
-            )
-        problem = stance_problem([x.context for x in decisive])
+        negative = bool(NEGATION.search(item.statement))
+        problem = stance_problem([(x.sentence, x.context) for x in decisive], negative)
+        problem = problem or _answers_problem(item, decisive)
     else:
         problem = _rejected_problem(item, decisive)
     if problem:
@@ -149,6 +196,18 @@ def _stance(item: ProposalItem, decisive: list[Located]) -> None:
     problem = polarity_problem(item.statement, decisive)
     if problem:
         raise Refused(problem)
+
+
+def _answers_problem(item: ProposalItem, decisive: list[Located]) -> str | None:
+    """A bare "yes" adopts only what it answers: the question must be about the statement's subject."""
+    terms, need = subject_terms(item.statement, " ".join(x.context for x in decisive))
+    for x in decisive:
+        if x.turn.bare_answer and terms and not mentions(x.turn.asked, terms, need):
+            return (
+                f"the person's {x.turn.text[:40]!r} at {x.quote.ref} answers {x.turn.asked[-200:]!r}, which is not "
+                "about this statement; cite what the person said about it"
+            )
+    return None
 
 
 def _rejected_problem(item: ProposalItem, decisive: list[Located]) -> str | None:
@@ -224,7 +283,11 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
     done = Verified(item, located)
     if item.stance not in ("adopted", "rejected") or item.kind == "gap":
         return done  # listed in the report, never written into a topic: its quotes are what counts
+    _statement_problem(item)
     support = _support(item, located)
+    _coverage(item, support)
+    if item.kind != "lesson" and not is_decision(item):
+        _agent_support(item, support)
     if item.kind == "lesson":
         done.lessons, problem = lesson_cases(located, ctx.later_sessions, ctx.settings.lesson_min_sessions)
         if problem:
@@ -237,7 +300,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
         if problem:
             raise Refused(problem)
     _names(item, ctx)
-    done.later = _later(item, support, ctx) if item.kind != "lesson" else None
+    done.later = _later(item, support, ctx)
     _target(item, ctx)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
