@@ -51,7 +51,7 @@ RULE_WORDS = re.compile(
 NOT_BEFORE = re.compile(
     r"\b(?:not|never|no|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|shouldn't|should not|"
     r"mustn't|must not|can't|cannot|without|avoid(?:ing|ed)?|stop(?:ped)? using|instead of|rather than|"
-    r"no longer|against)\b",
+    r"no longer|no more|against)\b",
     re.I,
 )
 # ... or what is taken away, up to the other side of "replace X with Y" / "from X to Y".
@@ -162,12 +162,25 @@ def _is_name(term: str) -> bool:
     return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith("-")
 
 
+TAKE_OUT = re.compile(r"\b(take|took|taking|rip|ripped|pull|pulled)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I)
+NEGATIVE_STATEMENT = re.compile(
+    r"^\W*(?:do not|don't|dont|never|avoid|stop|no)\b|\b(?:decided against|(?:is|are|was|were) not (?:used|done|"
+    r"needed|allowed|run)|must not|mustn't|should not|shouldn't|won't|will not|not to)\b",
+    re.I,
+)
+
+
+def negative(statement: str) -> bool:
+    """Whether a statement says what is not done ("Do not ...", "X is not used", "we decided against X")."""
+    return bool(NEGATIVE_STATEMENT.search(BACKTICKED.sub("x", statement)))
+
+
 def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
     """The `terms` a sentence puts under a negation in their clause ("not X", "never use X", "instead of X",
     "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
     matched whole, words by their stems."""
     out: set[str] = set()
-    folded = fold(sentence)
+    folded = fold(TAKE_OUT.sub(r"remove \2", sentence))  # "take the sleep out": the sleep is removed
     for t in terms:
         count = 0
         for clause in CLAUSE.split(folded):

@@ -66,13 +66,9 @@ def _has(sentence: str, token: str) -> bool:
 
 
 def _anchors(line: str, old: str, new: str) -> set[str]:
-    """What ties a sentence to the topic line: the old text's words the new one keeps, and the line's words
-    around the old text (four on each side)."""
-    kept = set(_tokens(old)) & set(_tokens(new))
-    at = fold(line).find(fold(old))
-    before = fold(line)[:at].split()[-4:] if at >= 0 else []
-    after = fold(line)[at + len(fold(old)) :].split()[:4] if at >= 0 else []
-    return stems(content_words(" ".join([*kept, *before, *after])))
+    """What ties a sentence to the topic line: the line's words other than what changes in it."""
+    changed = set(_tokens(old)) - set(_tokens(new))
+    return stems(w for w in content_words(line) if w not in changed) - stems(changed)
 
 
 def new_value_given(located: list[Located], line: str, old: str, new: str) -> bool:

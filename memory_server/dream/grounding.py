@@ -24,7 +24,7 @@ from memory_server.dream.claims import (
     polarity_terms,
     tokens,
 )
-from memory_server.dream.locate import Located
+from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.names import GitTree, name_kind
 from memory_server.dream.stance import classify
 
@@ -101,9 +101,12 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
         if not present:
             continue
         flip = declines(x) and classify(x.sentence) in ("declined", "considered")  # the quoted words say no
-        negated = negated_terms(x.turn.asked if flip else text, present)
-        if flip:
-            negated = set(present) - negated  # "no" to "shall I ...?" negates it; to "shall I not ...?" keeps it
+        if flip:  # to what the agent asked ("Want me to delete X?"): not to what it said around the question
+            asked = " ".join(q for q in SENTENCE_BREAK.split(x.turn.asked) if q.strip().endswith("?"))
+            present = [t for t in present if mentions(asked, [t], 1)]
+            negated = set(present) - negated_terms(asked, present)  # "no" to "shall I not ...?" keeps it
+        else:
+            negated = negated_terms(text, present)
         wrong = [t for t in present if t in negated and t not in said]
         if wrong and len(wrong) * 2 >= len(present):
             return (

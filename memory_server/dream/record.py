@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 CACHE_DIR = "dream-record"
 CACHE_VERSION = 1
-MAX_TURN_CHARS = 20_000
+MAX_TURN_CHARS = 100_000  # what the parser keeps of a record's text (sessions/bounds.py)
 PERSON, AGENT, TOOL, FILE, CLAUDE_CODE = "person", "agent", "tool", "file", "claude-code"
 SPEAKER_WORDS = {
     PERSON: "the person",

@@ -72,11 +72,15 @@ def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
 
 
 def later_mentions(
-    statement: str, located: list[Located], sessions: list[SessionRecord], order: dict[str, int]
+    statement: str,
+    located: list[Located],
+    sessions: list[SessionRecord],
+    order: dict[str, int],
+    decision: bool = True,
 ) -> Later:
     """Every mention of the statement's subject after its earliest quote, in `sessions` (oldest first; `order`
     their places), and the first that takes it back and is not followed by a quote of the person's that
-    adopts it again."""
+    adopts it again (or, for a fact, any quote that says it again)."""
     quoted = " ".join(x.context for x in located)
     terms, need = subject_terms(statement, quoted)
     out = Later(terms)
@@ -84,7 +88,10 @@ def later_mentions(
         return out
     start = min(x.position for x in located)
     cited = {x.turn.ref for x in located}
-    again = [x.position for x in located if x.turn.speaker == PERSON and mentions(x.context, terms, need)]
+    # what may adopt it again after a reversal: the person's words for a decision, any quote for a fact
+    again = [
+        x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
+    ]
     for session in sessions:
         n = order.get(session.ref_base, -1)
         if n < start[0]:

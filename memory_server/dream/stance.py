@@ -38,7 +38,8 @@ DECLINED = re.compile(
 )
 # A request worded as a question: "can you ...", "could we ...", "would you ...".
 REQUEST = re.compile(
-    r"^\W*(?:(?:ok|okay|so|and|also|hmm|well|great|then|now)[,\s]+)*(?:can|could|would|will) (?:you|we|u)\s+"
+    r"(?:^\W*|[,;:—–-]\s*|\bso\s+|\band\s+)(?:(?:ok|okay|so|and|also|hmm|well|great|then|now)[,\s]+)*"
+    r"(?:can|could|would|will) (?:you|we|u)\s+(?:please\s+)?"
     r"(?!(?:maybe|perhaps|possibly|also consider|think|consider|imagine)\b)(?!.*\b(?:be related|be the cause|"
     r"be why|explain|tell me|check (?:whether|if)|look into whether)\b)",
     re.I,
@@ -51,13 +52,13 @@ INSTEAD = re.compile(
     r"let's|lets|now use)\b",
     re.I,
 )
-# Words that take something back: a sentence with one of them that names the subject reverses it.
+# Words that take something back, whatever it was: a sentence with one of them that names the subject
+# reverses it. ("No longer", "removed", "drop it" take back only what they negate: see reversals.py.)
 REVERSAL = re.compile(
     r"\b(?:revert(?:ed|ing|s)?|roll(?:ed)? (?:it |that |this )?back|rollback|undo|undid|undone|cancel(?:l?ed)?|"
-    r"close it|closed it|switch(?:ed)? back|go back to|went back to|going back to|back out|backed out|no longer|"
-    r"drop(?:ped)? (?:it|that|this)|scrap(?:ped)?|never ?mind|not needed after all|(?:is|are|was|were) actually "
-    r"needed|changed my mind|on second thought|rip(?:ped)? (?:it|that|this) out|remov(?:e|ed) (?:it|that|this)|"
-    r"take (?:\w+ ){0,2}out|took (?:\w+ ){0,2}out|no more)\b",
+    r"close it|closed it|switch(?:ed)? back|go back to|went back to|going back to|back out|backed out|"
+    r"scrap(?:ped)?|never ?mind|not needed after all|(?:is|are|was|were) actually needed|changed my mind|"
+    r"on second thought)\b",
     re.I,
 )
 
@@ -80,14 +81,14 @@ def classify(quote: str) -> str:
         return "declined"  # a bare "no"; "no, use X" is a correction that adopts X
     if WHAT_IF.search(text):
         return "what-if"
-    if REQUEST.match(text):
+    if REQUEST.search(text):
         return "statement"  # "can we rename it on main instead?": the person asking for it
     if text.endswith("?") or QUESTION_START.match(text):
         return "question"
     return "statement"
 
 
-def stance_problem(sentences: list[tuple[str, str]], negative: bool) -> str | None:
+def stance_problem(sentences: list[tuple[str, str]], negative: bool, decision: bool = True) -> str | None:
     """Why quoted sentences cannot back an "adopted" statement, or None. Each is (its own sentence, that
     sentence with what follows it in its turn): the sentence says whether it asks or declines; what follows
     says whether it was only considered ("We looked at make. We'll keep mise."). A `negative` statement
@@ -97,7 +98,7 @@ def stance_problem(sentences: list[tuple[str, str]], negative: bool) -> str | No
         if later == "considered" and not negative:
             return f'the evidence says it was considered but not taken up: {own[:200]!r}; use stance "rejected"'
     for own, kind, _later in kinds:
-        if kind == "declined" and not negative:
+        if kind == "declined" and not negative and decision:  # a fact may quote a "no" to something else
             return f'the evidence declines it: {own[:200]!r}; it was not adopted (a "Do not ..." item can say so)'
     if kinds and all(k in ("question", "what-if") for _own, k, _l in kinds):
         shown = kinds[0][0][:200]

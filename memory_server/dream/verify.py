@@ -37,6 +37,7 @@ from memory_server.dream.claims import (
     content_words,
     mentions,
     negated_terms,
+    negative,
     rule_like,
     stems,
     subject_terms,
@@ -153,9 +154,8 @@ def _coverage(item: ProposalItem, support: list[Located]) -> None:
 def _agent_support(item: ProposalItem, support: list[Located]) -> None:
     """The agent's words support a fact only as what it found or did: not what it said it would do, and not
     what the person turned down right after."""
-    negative = bool(NEGATION.search(item.statement))
     for x in support:
-        if x.turn.speaker != AGENT or x.turn.kind != "reply" or not x.turn.closing or negative:
+        if x.turn.speaker != AGENT or x.turn.kind != "reply" or not x.turn.closing or negative(item.statement):
             continue
         answer = next((t for t in x.session.turns if t.line > x.turn.line and t.speaker == PERSON), None)
         if answer is not None and (answer.kind == "correction" or classify(answer.text) == "declined"):
@@ -186,8 +186,9 @@ def _decisive(item: ProposalItem, support: list[Located]) -> list[Located]:
 
 def _stance(item: ProposalItem, decisive: list[Located]) -> None:
     if item.stance == "adopted":
-        negative = bool(NEGATION.search(item.statement))
-        problem = stance_problem([(x.sentence, x.context) for x in decisive], negative)
+        problem = stance_problem(
+            [(x.sentence, x.context) for x in decisive], negative(item.statement), is_decision(item)
+        )
         problem = problem or _answers_problem(item, decisive)
     else:
         problem = _rejected_problem(item, decisive)
@@ -212,7 +213,7 @@ def _answers_problem(item: ProposalItem, decisive: list[Located]) -> str | None:
 
 def _rejected_problem(item: ProposalItem, decisive: list[Located]) -> str | None:
     """A "rejected" item writes a "do not" line: its statement must say not to, and so must the person."""
-    if not NEGATION.search(item.statement) and "decided against" not in item.statement.casefold():
+    if not negative(item.statement):
         return 'a "rejected" item\'s statement says what is not done ("Do not ...", "... is not used")'
     said_not = [x for x in decisive if declines(x) or classify(x.context) in ("declined", "considered") or _negates(x)]
     if not said_not:
@@ -270,7 +271,7 @@ def _grounding(item: ProposalItem, support: list[Located], ctx: Context) -> None
 
 
 def _later(item: ProposalItem, support: list[Located], ctx: Context) -> Later:
-    later = later_mentions(item.statement, support, ctx.later_sessions, ctx.order)
+    later = later_mentions(item.statement, support, ctx.later_sessions, ctx.order, is_decision(item))
     if later.reversal is not None:
         r = later.reversal
         raise Refused(f'{r.ref} ({r.date}, {r.who}) takes it back later: {r.sentence[:200]!r}; use stance "reverted"')

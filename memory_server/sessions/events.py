@@ -82,7 +82,25 @@ _FEEDBACK = re.compile(r"(?s)the user said:\s*\n?(.*)$")
 _COMPACT_PREFIX = re.compile(
     r"^This session is being continued from a previous conversation.*?(?:conversation\.|below\.)\s*", re.DOTALL
 )
-_NO_RESPONSE = "No response requested."  # what Claude Code writes after a local command such as /exit
+_NO_RESPONSE = "No response requested."
+# Claude Code's own text when the person chose to discuss an AskUserQuestion instead of answering it: not
+# their words, but it carries their notes ("User notes: ...") and a tentative pick ("Answer: ...").
+_CLARIFY = re.compile(r"^\s*The user wants to clarify these questions", re.I)
+_USER_NOTES = re.compile(r"(?m)^\s*User notes:\s*(.+?)\s*$")
+
+
+def clarifying(feedback: str) -> bool:
+    """Whether rejection feedback is Claude Code's canned "the user wants to clarify these questions" text."""
+    return bool(_CLARIFY.match(feedback))
+
+
+def clarify_notes(feedback: str) -> list[str]:
+    """The person's own notes inside that canned text."""
+    return [
+        n for n in _USER_NOTES.findall(feedback) if n.strip()
+    ]  # what Claude Code writes after a local command such as /exit
+
+
 _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 
 
@@ -215,6 +233,8 @@ class _Builder:
                 continue
             said = _FEEDBACK.search(res.text)
             feedback = said.group(1).strip() if said else ""
+            if clarifying(feedback):
+                feedback = " ".join(clarify_notes(feedback))
             use = self.calls.get(res.tool_use_id)
             if feedback:
                 label = tool_label(use, self.t.cwd) if use is not None else ""
@@ -301,7 +321,7 @@ class _Builder:
         elif res is not None:
             answers = dict(_ANSWER_TEXT.findall(res.text))
             said = _FEEDBACK.search(res.text) if _REJECTION.match(res.text.strip()) else None
-            if said and said.group(1).strip():
+            if said and said.group(1).strip() and not clarifying(said.group(1)):
                 answers = {"*": said.group(1).strip()}
         line = self._answer_line(res) or m.line
         for q in questions:
