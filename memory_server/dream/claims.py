@@ -60,7 +60,7 @@ AWAY_BEFORE = re.compile(
     r"(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|went back) (?:away )?from)\b",
     re.I,
 )
-AWAY_END = re.compile(r"\b(?:with|to|by|for|in favou?r of)\b")
+AWAY_END = re.compile(r"\b(?:with|to|by|for|from|in favou?r of)\b")  # "removed X from Y": Y stays
 CLAUSE_END = re.compile(r"[,;:.!?](?=\s|$)|[()—–]|\s-\s|\bbut\b")
 CLAUSE = re.compile(r"[;:.!?](?=\s|$)|\s[—–]\s|\bbut\b|\bhowever\b", re.I)
 
@@ -86,6 +86,8 @@ def stem(word: str) -> str:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]
             break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]  # "cache", "cached", "caching": one stem
     return w[:PREFIX]
 
 

@@ -39,8 +39,10 @@ def _contexts(located: list[Located]) -> str:
 
 
 def _has_name(corpus: str, name: str) -> bool:
+    """Whether the quoted turns hold the name, whole (a pattern such as `_test.go` may end a longer name)."""
     bare = name[:-2] if name.endswith("()") else name
-    return bool(re.search(rf"(?<![\w]){re.escape(fold(bare))}(?![\w])", fold(corpus)))
+    left = "" if bare[:1] in "_.*" else r"(?<![\w])"
+    return bool(re.search(rf"{left}{re.escape(fold(bare))}(?![\w])", fold(corpus)))
 
 
 CONTRAST = re.compile(r"\b(?:instead of|rather than|not)\s+(?:the\s+|a\s+|an\s+)?([\w`./-]+(?:\s+[\w`./-]+)?)", re.I)

@@ -45,7 +45,7 @@ def _find(hay: str, part: str, pos: int) -> int:
         before = hay[at - 1] if at else " "
         after = hay[at + len(part)] if at + len(part) < len(hay) else " "
         inner_start, inner_end = part[0].isalnum() or part[0] in "_/", part[-1].isalnum() or part[-1] in "_/"
-        cut_start = inner_start and (before.isalnum() or before in "_/")
+        cut_start = inner_start and (before.isalnum() or before == "_")  # "…/manual_commit_test.go" is whole
         cut_end = inner_end and (after.isalnum() or after in "_/")
         if not cut_start and not cut_end:
             return at

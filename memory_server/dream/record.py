@@ -45,7 +45,7 @@ from memory_server.files.root import MemoryRoot
 from memory_server.parse.frontmatter import read_front_matter, split_front_matter
 from memory_server.parse.markdown import iso_date
 from memory_server.sessions.event_types import Failure
-from memory_server.sessions.events import SHELL_TOOLS, failed, session_events, tool_label
+from memory_server.sessions.events import SHELL_TOOLS, clarify_notes, clarifying, failed, session_events, tool_label
 from memory_server.sessions.failures import commit_messages
 from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript, parse_transcript, request_text
 from memory_server.sessions.redact import redact_for_report
@@ -294,14 +294,7 @@ class _TranscriptTurns:
         use = self.calls.get(res.tool_use_id)
         text = res.text.strip()
         if _REJECTION.match(text):
-            said = _FEEDBACK.search(text)
-            wrapper = text[: said.start(1)] if said else text
-            self.turn(m.line, m, CLAUDE_CODE, "canned", wrapper)
-            if said and said.group(1).strip():
-                self.turn(
-                    m.line, m, PERSON, "correction", said.group(1), tool=tool_label(use, self.t.cwd) if use else ""
-                )
-                self.last_agent = None
+            self._rejection(m, use, text)
             return
         if use is not None and use.name == "AskUserQuestion":
             self._answers(m, use, res)
@@ -319,6 +312,24 @@ class _TranscriptTurns:
             self.turn(m.line, m, FILE, "file", text, tool=label)
         else:
             self.turn(m.line, m, TOOL, "error" if res.is_error else "output", text, tool=label)
+
+    def _rejection(self, m: Message, use: ToolUse | None, text: str) -> None:
+        """A rejected tool call: Claude Code's notice, and the person's feedback when they gave any. When they
+        chose to discuss an AskUserQuestion instead, Claude Code writes the feedback itself ("The user wants to
+        clarify these questions ... Answer: X"): only their notes in it are theirs."""
+        said = _FEEDBACK.search(text)
+        feedback = said.group(1).strip() if said else ""
+        label = tool_label(use, self.t.cwd) if use else ""
+        if clarifying(feedback):
+            self.turn(m.line, m, CLAUDE_CODE, "canned", text)
+            notes = clarify_notes(feedback)
+        else:
+            self.turn(m.line, m, CLAUDE_CODE, "canned", text[: said.start(1)] if said else text)
+            notes = [feedback] if feedback else []
+        for note in notes:
+            self.turn(m.line, m, PERSON, "correction", note, tool=label)
+        if notes:
+            self.last_agent = None
 
     def _answers(self, m: Message, use: ToolUse, res: ToolResult) -> None:
         questions = [q.get("question") for q in use.input.get("questions") or [] if isinstance(q, dict)]

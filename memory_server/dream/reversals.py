@@ -54,7 +54,8 @@ class Later:
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
     """Whether a later sentence that names the subject takes it back: it says so ("revert", "switch back"),
     or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
-    directive ("remove the X flag", "don't use X") or as anyone's report of a removal ("dropped X")."""
+    directive ("remove the X flag", "don't use X"), the person's report of a removal, or a commit's. (The
+    agent's own account of a merge, "removed the duplicate X", flips nothing by itself.)"""
     if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
         return True
     if classify(sentence) in ("question", "what-if"):
@@ -62,8 +63,9 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> 
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
     if not key or negated_terms(statement, key) == negated_terms(sentence, key):
         return False
-    directive = turn.speaker == PERSON and (turn.kind == "correction" or bool(DIRECTIVE.match(sentence)))
-    return directive or bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" describes, decides nothing
+    if turn.speaker == PERSON:
+        return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
+    return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" decides nothing
 
 
 def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
@@ -77,12 +79,13 @@ def later_mentions(
     sessions: list[SessionRecord],
     order: dict[str, int],
     decision: bool = True,
+    subject: tuple[list[str], int] | None = None,
 ) -> Later:
     """Every mention of the statement's subject after its earliest quote, in `sessions` (oldest first; `order`
     their places), and the first that takes it back and is not followed by a quote of the person's that
     adopts it again (or, for a fact, any quote that says it again)."""
     quoted = " ".join(x.context for x in located)
-    terms, need = subject_terms(statement, quoted)
+    terms, need = subject or subject_terms(statement, quoted)
     out = Later(terms)
     if not terms or not located:
         return out
@@ -105,8 +108,11 @@ def later_mentions(
 
 def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) -> None:
     """Note one turn: its sentence that takes the subject back, else its first that names it."""
-    hits = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip() and mentions(s, out.terms, need)]
+    sentences = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip()]
+    hits = [s for s in sentences if mentions(s, out.terms, need)]
     back = next((h for h in hits if _takes_back(turn, h, statement, out.terms)), None)
+    if back is None and hits and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
+        back = next((s for s in sentences if REVERSAL.search(s) and classify(s) not in ("question", "what-if")), None)
     shown = back or (hits[0] if hits else None)
     if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):
         parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, out.terms, need)]

@@ -33,7 +33,8 @@ CONSIDERED_THEN_KEPT = re.compile(
 DECLINED = re.compile(
     r"\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
     r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is|"
-    r"not now|no thanks|no need)\b",
+    r"not now|no thanks|no need|you(?:'re| are) (?:not (?:correct|right)|wrong|incorrect|mistaken)|"
+    r"that(?:'s| is) (?:not (?:right|correct|true)|wrong|incorrect)|not correct|incorrect)\b",
     re.I,
 )
 # A request worded as a question: "can you ...", "could we ...", "would you ...".
@@ -63,14 +64,12 @@ REVERSAL = re.compile(
 )
 
 
-def answer_part(quote: str) -> str:
-    """For a quoted question and answer ("Which? -> docs/generated/"), the answer; else the quote."""
-    return quote.rsplit(" -> ", 1)[1] if " -> " in quote else quote
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def classify(quote: str) -> str:
     """ "question", "what-if", "considered", "declined" or "statement"."""
-    text = answer_part(quote).strip()
+    text = quote.strip()
     considered = CONSIDERED.search(text) or CONSIDERED_THEN_KEPT.search(text)
     if considered and not SWITCHED.search(text[considered.end() :]):
         return "considered"  # not "we tried X but it did not work, so we switched to Y"
@@ -88,12 +87,32 @@ def classify(quote: str) -> str:
     return "statement"
 
 
+DECIDING = re.compile(
+    r"^\W*(?:(?:ok|okay|so|and|then|yes|yeah)[,\s]+)*(?:let'?s|we(?:'ll| will| should| must)|please|use|do it|"
+    r"go ahead|make|keep|go with|switch|add|remove)\b",
+    re.I,
+)
+
+
+def _kind_of_run(run: str) -> str:
+    """The kind of a quoted run of sentences: a question when one of them asks and none decides ("would YAML be
+    easier? people keep getting TOML wrong" asks); else declined or considered when one of them is; else a
+    statement."""
+    kinds = [classify(s) for s in SENTENCE_BREAK.split(run) if s.strip()]
+    if len(kinds) < 2:
+        return classify(run)
+    decides = any(DECIDING.match(s) for s in SENTENCE_BREAK.split(run))
+    if any(k in ("question", "what-if") for k in kinds) and not decides:
+        return "question"
+    return next((k for k in kinds if k in ("declined", "considered")), "statement")
+
+
 def stance_problem(sentences: list[tuple[str, str]], negative: bool, decision: bool = True) -> str | None:
     """Why quoted sentences cannot back an "adopted" statement, or None. Each is (its own sentence, that
     sentence with what follows it in its turn): the sentence says whether it asks or declines; what follows
     says whether it was only considered ("We looked at make. We'll keep mise."). A `negative` statement
     ("Do not ...") may rest on a refusal."""
-    kinds = [(own, classify(own), classify(context)) for own, context in sentences]
+    kinds = [(own, _kind_of_run(own), classify(context)) for own, context in sentences]
     for own, _kind, later in kinds:
         if later == "considered" and not negative:
             return f'the evidence says it was considered but not taken up: {own[:200]!r}; use stance "rejected"'

@@ -44,6 +44,7 @@ from memory_server.dream.claims import (
 )
 from memory_server.dream.corrections import correction_problem
 from memory_server.dream.grounding import declines, polarity_problem, ungrounded
+from memory_server.dream.identifiers import identifiers
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
 from memory_server.dream.locate import Located, Recorded, Unlocated, norm
@@ -65,7 +66,8 @@ ADDRESSED = re.compile(
     re.I,
 )
 REMOVED_AFTER = (
-    r"`?\s+(?:was|were|has been|have been|is|are|got|gets|being)\s+(?:removed|deleted|dropped|renamed|replaced)"
+    r"`?(?:\s+[\w-]+){0,2}\s+(?:was|were|has been|have been|is|are|got|gets|being)\s+"
+    r"(?:removed|deleted|dropped|renamed|replaced|gone)"
 )
 
 
@@ -270,8 +272,18 @@ def _grounding(item: ProposalItem, support: list[Located], ctx: Context) -> None
         )
 
 
-def _later(item: ProposalItem, support: list[Located], ctx: Context) -> Later:
-    later = later_mentions(item.statement, support, ctx.later_sessions, ctx.order, is_decision(item))
+def _lesson_subject(cases: list[LessonCase]) -> tuple[list[str], int] | None:
+    """A lesson is about its fix: the names its fix steps hold (`time.sleep` and "sleep"), one enough."""
+    names = identifiers(" ".join(c.fix_text for c in cases))
+    if not names:
+        return None
+    parts = {p for n in names for p in re.split(r"[./:()-]", n) if len(p) >= 5}
+    return [*names, *sorted(parts - set(names))], 1
+
+
+def _later(item: ProposalItem, support: list[Located], ctx: Context, cases: list[LessonCase]) -> Later:
+    subject = _lesson_subject(cases) if item.kind == "lesson" else None
+    later = later_mentions(item.statement, support, ctx.later_sessions, ctx.order, is_decision(item), subject)
     if later.reversal is not None:
         r = later.reversal
         raise Refused(f'{r.ref} ({r.date}, {r.who}) takes it back later: {r.sentence[:200]!r}; use stance "reverted"')
@@ -301,7 +313,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
         if problem:
             raise Refused(problem)
     _names(item, ctx)
-    done.later = _later(item, support, ctx)
+    done.later = _later(item, support, ctx, done.lessons)
     _target(item, ctx)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
