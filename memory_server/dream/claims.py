@@ -20,7 +20,7 @@ from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.parse.text import STOP_WORDS
 
 PREFIX = 5  # words are compared by their first letters: "switched" and "switching", "tests" and "test"
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|\d+")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|\d+(?:\.\d+)*")
 NUMBER = re.compile(r"(?<![\w.])v?\d+(?:[.,:]\d+)*(?:[.]\d+)?(?![\w])")
 QUOTED = re.compile(r"\"([^\"]{2,120})\"|“([^”]{2,120})”|'([^'\s][^']{1,118}[^'\s])'(?!\w)")
 NEGATION = re.compile(
@@ -133,16 +133,15 @@ def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
     """What a later turn must name to be about the statement, and how many of those terms it must name.
 
     The statement's names when it has any, with the long parts of dotted or slashed names ("modernc" of
-    `modernc.org/sqlite`): one of them is enough. Else its content words that its quotes say too: half of
-    them, three at most ("managed with uv" quoting "switched to uv": uv).
+    `modernc.org/sqlite`): one of them is enough. Else two of its content words (not the words of deciding,
+    "use", "always", "switch").
     """
     names = [n for n in identifiers(statement) if len(n) > 2]
     if names:
         parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
         return [*names, *sorted(parts - set(names))], 1
-    said = stems(content_words(quoted))
-    words = [w for w in dict.fromkeys(content_words(statement)) if stem(w) in said and len(w) > 1]
-    return words, min(3, max(1, (len(words) + 1) // 2))
+    words = list(dict.fromkeys(w for w in content_words(statement) if w not in DECIDING_WORDS and len(w) > 1))
+    return words, min(2, len(words))
 
 
 def mentions(text: str, terms: list[str], need: int) -> bool:

@@ -22,10 +22,11 @@ from memory_server.dream.record import (
     TOOL,
     FailureRecord,
     SessionRecord,
+    Turn,
     normalise_error,
 )
 from memory_server.dream.stance import REVERSAL
-from memory_server.sessions.failures import looks_like_error
+from memory_server.sessions.failures import changes_things, looks_like_error
 
 PATH_IN_LABEL = re.compile(r"`([^`]+)`")
 
@@ -57,17 +58,22 @@ def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
     return None
 
 
+def _is_step(t: Turn) -> bool:
+    """A fix step: an edit, a file written, or a command that changes things (not `grep` or `git status`)."""
+    return t.speaker == AGENT and (t.kind in ("edit", "write") or (t.kind == "command" and changes_things(t.text)))
+
+
 def _fix(quotes: list[Located], f: FailureRecord, session: SessionRecord) -> Located | None:
     """A quote of the fix: a fix step (edit, file written, command) of the agent after the failure and no later
     than the next success of the same command, or the agent's words there when a fix step follows them."""
     end = f.fixed_line or 10**9
-    steps = [t.line for t in session.turns if t.speaker == AGENT and t.kind in FIX_KINDS and f.line < t.line <= end]
+    steps = [t.line for t in session.turns if _is_step(t) and f.line < t.line <= end]
     for x in quotes:
         if session.source == "compressed" and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
             return x  # a compressed file holds a failure and its fix on one line
         if not (f.line < x.turn.line <= end) or x.turn.speaker != AGENT:
             continue
-        if x.turn.kind in FIX_KINDS or (x.turn.kind == "reply" and any(n >= x.turn.line for n in steps)):
+        if _is_step(x.turn) or (x.turn.kind == "reply" and any(n >= x.turn.line for n in steps)):
             return x
     return None
 

@@ -16,7 +16,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory_server.dream.claims import AWAY_BEFORE, mentions, negated_terms, polarity_terms, subject_terms
+from memory_server.dream.claims import (
+    AWAY_BEFORE,
+    content_words,
+    mentions,
+    negated_terms,
+    polarity_terms,
+    stems,
+    subject_terms,
+)
 from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.record import AGENT, PERSON, SessionRecord, Turn
 from memory_server.dream.stance import REVERSAL, classify
@@ -46,12 +54,13 @@ class Mention:
 @dataclass
 class Later:
     terms: list[str]
+    rare: set[str] = field(default_factory=set)  # stems of terms the sessions seldom use
     mentions: list[Mention] = field(default_factory=list)
     more: int = 0  # mentions beyond MAX_MENTIONS
     reversal: Mention | None = None
 
 
-def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> bool:
+def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
     """Whether a later sentence that names the subject takes it back: it says so ("revert", "switch back"),
     or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
     directive ("remove the X flag", "don't use X"), the person's report of a removal, or a commit's. (The
@@ -60,12 +69,33 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str]) -> 
         return True
     if classify(sentence) in ("question", "what-if"):
         return False
+    if not _has_names(terms) and not (mentions(sentence, terms, min(3, len(terms))) or _rare_hit(sentence, rare)):
+        return False  # a flip must be about the subject: three of its words, or one the sessions seldom use
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
     if not key or negated_terms(statement, key) == negated_terms(sentence, key):
         return False
     if turn.speaker == PERSON:
         return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
     return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" decides nothing
+
+
+def _rare_hit(sentence: str, rare: set[str]) -> bool:
+    return bool(rare & stems(content_words(sentence)))
+
+
+def rare_terms(terms: list[str], sessions: list[SessionRecord]) -> set[str]:
+    """The stems of `terms` that few of the sessions' spoken turns use (at most 2 %, or 3 turns)."""
+    counts: dict[str, int] = dict.fromkeys(stems(terms), 0)
+    spoken = [t for s in sessions for t in s.turns if (t.speaker, t.kind) in SPOKEN]
+    for t in spoken:
+        for w in stems(content_words(t.text)) & counts.keys():
+            counts[w] += 1
+    limit = max(3, len(spoken) // 50)
+    return {w for w, n in counts.items() if n <= limit}
+
+
+def _has_names(terms: list[str]) -> bool:
+    return any(re.search(r"[A-Z_./()]|\d", t[1:]) for t in terms)
 
 
 def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
@@ -86,7 +116,7 @@ def later_mentions(
     adopts it again (or, for a fact, any quote that says it again)."""
     quoted = " ".join(x.context for x in located)
     terms, need = subject or subject_terms(statement, quoted)
-    out = Later(terms)
+    out = Later(terms, rare_terms(terms, sessions))
     if not terms or not located:
         return out
     start = min(x.position for x in located)
@@ -110,7 +140,7 @@ def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) ->
     """Note one turn: its sentence that takes the subject back, else its first that names it."""
     sentences = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip()]
     hits = [s for s in sentences if mentions(s, out.terms, need)]
-    back = next((h for h in hits if _takes_back(turn, h, statement, out.terms)), None)
+    back = next((h for h in hits if _takes_back(turn, h, statement, out.terms, out.rare)), None)
     if back is None and hits and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
         back = next((s for s in sentences if REVERSAL.search(s) and classify(s) not in ("question", "what-if")), None)
     shown = back or (hits[0] if hits else None)
