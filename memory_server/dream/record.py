@@ -73,6 +73,7 @@ _REJECTION = re.compile(r"^(?:Error: )?The user doesn't want to (?:proceed|take 
 _FEEDBACK = re.compile(r"(?s)the user said:\s*\n?(.*)$")
 _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 _PLAN_APPROVED = re.compile(r"^User has approved your plan", re.I)
+_PLAN_HANDOFF = re.compile(r"^\s*Implement the following plan:\s*", re.I)
 _DROPPED_BLOCKS = re.compile(
     r"(?is)<(system-reminder|user-prompt-submit-hook|ide_[a-z_]+|ide-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)"
 )
@@ -274,6 +275,11 @@ class _TranscriptTurns:
             if m.text.strip() and not m.tool_results:
                 self.turn(m.line, m, CLAUDE_CODE, "canned", m.text)
             return
+        if _PLAN_HANDOFF.match(req[0]):  # Claude Code starts the approved plan: the plan is the agent's
+            plan = _PLAN_HANDOFF.sub("", req[0])
+            self.turn(m.line, m, PERSON, "answer", "approved this plan", asked=plan, asked_ref=f"{self.base}:{m.line}")
+            self.last_agent = None
+            return
         dropped = "\n".join(x.group(0) for x in _DROPPED_BLOCKS.finditer(m.text))
         if dropped:
             self.turn(m.line, m, CLAUDE_CODE, "canned", dropped)
@@ -363,7 +369,7 @@ def _failure(base: str, f: Failure, date: str | None, turns: list[Turn]) -> Fail
     fix = tuple(t for t in turns if t.line in fix_lines and t.speaker == AGENT and t.kind in FIX_KINDS)
     stamp = f.timestamp
     return FailureRecord(
-        f"{base}:{f.line}",
+        f"{base}:{f.result_line or f.line}",  # cited where the error shows (the output), not the call
         f.line,
         _date(stamp) or date,
         _ts(stamp),
@@ -383,8 +389,8 @@ def from_transcript(rel: str, transcript: Path) -> SessionRecord:
     out = SessionRecord(rel, "transcript", f"transcript:{transcript.stem}", _date(t.started), _ts(t.started), turns)
     out.failures = [_failure(out.ref_base, f, out.date, turns) for f in session_events(t).failures]
     # The failure as the program reads it (its informative error line), citable at the failed call's line.
-    out.turns += [
-        Turn(f.ref, f.line, f.date, f.ts, TOOL, "failure", f.error, tool=f.target)
+    out.turns += [  # the failure as the program reads it (its error line), citable at the call too
+        Turn(f"{out.ref_base}:{f.line}", f.line, f.date, f.ts, TOOL, "failure", f.error, tool=f.target)
         for f in out.failures
         if not any(t.speaker == PERSON for t in out.at(f.line))
     ]
