@@ -169,8 +169,7 @@ def _after_rejection(scenario: Scenario, entry: dict[str, Any], work: Path) -> O
         if first.id is None or not first.changes:
             return Outcome(False, f"the prior item was not proposed: {first.refusals or first.message}")
         reject_proposal(root, first.id, clock=lambda: NOW)
-        for rel in json.loads((root / "dreams" / first.id / "proposal.json").read_text())["sessions"]:
-            pass  # the sessions are read now: the item is checked against the same ones, marked unread again
+        # the sessions are read now: they are marked unread again, so the item is checked against the same ones
         state_path = root / ".memory" / "dream-state.json"
         state = json.loads(state_path.read_text(encoding="utf-8"))
         state["processed"] = {}

@@ -362,6 +362,8 @@ def test_a_correction_may_not_swap_a_word_for_any_word_its_quotes_hold(root: Pat
     do_not = correction(
         "Do NOT use", "Use", 12, (ref("ids", "lint_rule"), "always run the linter"), statement="Use `git add -A`"
     )
+    result = submit(root, [do_not])
+    assert result.id is None and re.search("no quoted turn states|says much", result.refusals[0])
 
 
 def test_a_correction_with_a_number_the_record_never_gave_is_refused(root: Path) -> None:

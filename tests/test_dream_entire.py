@@ -345,10 +345,8 @@ def test_good_items_become_hunks_that_git_applies(root: Path) -> None:
     assert "+- Metadata stored on orphan `entire/checkpoints/v1` branch" in diff
     assert "+- Tests write generated output (the phase test's Mermaid diagram) to `docs/generated/`" in diff
     assert "+## Merges from the parent branch fail with conflicts in the session state" in diff
-    assert (
-        "+- Mistake: `Automatic merge failed; fix conflicts and then commit the result.` (`transcript:2026-02-08-2956cee6:23`)"
-        in diff
-    )
+    mistake = "`Automatic merge failed; fix conflicts and then commit the result.`"
+    assert f"+- Mistake: {mistake} (`transcript:2026-02-08-2956cee6:24`)" in diff  # cited at its output
     assert "2026-02-08-2956cee6" in diff and "2026-02-08-37a27d31" in diff  # each session's mistake and fix
     report = (folder / "REPORT.md").read_text(encoding="utf-8")
     assert "`transcript:2026-02-07-03a1382e:253` 2026-02-07" in report
