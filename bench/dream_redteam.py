@@ -53,9 +53,8 @@ def main() -> int:
     print(f"true items refused:   {total.true_refused}/{total.true} ({refused:.1%})")
     print(f"{len(entries)} entries in {time.monotonic() - started:.0f} s\n")
     for name, tally in sorted(by_class.items()):
-        print(
-            f"  {name:36} wrong accepted {tally.wrong_accepted}/{tally.wrong}  true refused {tally.true_refused}/{tally.true}"
-        )
+        counts = f"wrong accepted {tally.wrong_accepted}/{tally.wrong}  true refused {tally.true_refused}/{tally.true}"
+        print(f"  {name:36} {counts}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "wrong_accepted": accepted, "true_refused": refused}, indent=1))
     return 0
