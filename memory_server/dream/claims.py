@@ -139,20 +139,30 @@ def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
     names = [n for n in identifiers(statement) if len(n) > 2]
     if names:
         parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
-        return [*names, *sorted(parts - set(names))], 1
+        return [*names, *(SEGMENT + p for p in sorted(parts - set(names)))], 1
     words = list(dict.fromkeys(w for w in content_words(statement) if w not in DECIDING_WORDS and len(w) > 1))
     return words, min(2, len(words))
 
 
+SEGMENT = "~"  # marks a part of a name ("modernc" of `modernc.org/sqlite`): matched whole, in its own case
+
+
+def shown_term(term: str) -> str:
+    return term.removeprefix(SEGMENT)
+
+
 def mentions(text: str, terms: list[str], need: int) -> bool:
-    """Whether `text` names at least `need` of `terms` (names whole; words by their stems)."""
+    """Whether `text` names at least `need` of `terms` (names whole; parts of names whole and in their own
+    case; words by their stems)."""
     if not terms:
         return False
     folded = fold(text)
     own = stems(content_words(text))
     hits = 0
     for t in terms:
-        if _is_name(t):
+        if t.startswith(SEGMENT):
+            hits += bool(re.search(rf"(?<![\w]){re.escape(t[1:])}(?![\w])", text))
+        elif _is_name(t):
             hits += bool(re.search(rf"(?<![\w/.]){re.escape(fold(t))}(?![\w/-])", folded))
         else:
             hits += stem(t) in own
@@ -160,7 +170,7 @@ def mentions(text: str, terms: list[str], need: int) -> bool:
 
 
 def _is_name(term: str) -> bool:
-    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith("-")
+    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith(("-", SEGMENT))
 
 
 TAKE_OUT = re.compile(r"\b(take|took|taking|rip|ripped|pull|pulled)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memory_server.dream.claims import shown_term
 from memory_server.dream.gate import format_time
 from memory_server.dream.locate import Located
 from memory_server.dream.patch import Hunk
@@ -51,8 +52,8 @@ class ReportInput:
 
 
 def shown(text: str, limit: int = 240) -> str:
-    """Text from a session or a file on one line: escaped, spacing collapsed, cut at `limit`."""
-    text = re.sub(r"\s+", " ", as_data(text)).strip()
+    """Text from a session or a file on one line: spacing collapsed, escaped, cut at `limit`."""
+    text = as_data(re.sub(r"[ \t\n]+", " ", text)).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -120,7 +121,7 @@ def _quote_lines(x: Located) -> list[str]:
 def _later_lines(later: Later | None) -> list[str]:
     if later is None:
         return []
-    terms = ", ".join(f"`{shown(t, 40)}`" for t in later.terms[:6])
+    terms = ", ".join(f"`{shown(shown_term(t), 40)}`" for t in later.terms[:6])
     if not later.mentions:
         return [f"- Later mentions of the subject ({terms}): none in the sessions read since."]
     out = [f"- Later mentions of the subject ({terms}): changed later? read these:"]

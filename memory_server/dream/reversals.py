@@ -95,7 +95,7 @@ def rare_terms(terms: list[str], sessions: list[SessionRecord]) -> set[str]:
 
 
 def _has_names(terms: list[str]) -> bool:
-    return any(re.search(r"[A-Z_./()]|\d", t[1:]) for t in terms)
+    return any(re.search(r"[A-Z_./()~]|\d", t[1:]) or t.startswith("~") for t in terms)
 
 
 def _agrees_to_take_back(turn: Turn, asked: str) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from memory_server.dream.claims import (
     NEGATION,
+    SEGMENT,
     content_words,
     mentions,
     negated_terms,
@@ -278,7 +279,7 @@ def _lesson_subject(cases: list[LessonCase]) -> tuple[list[str], int] | None:
     if not names:
         return None
     parts = {p for n in names for p in re.split(r"[./:()-]", n) if len(p) >= 5}
-    return [*names, *sorted(parts - set(names))], 1
+    return [*names, *(SEGMENT + p for p in sorted(parts - set(names)))], 1
 
 
 def _later(item: ProposalItem, support: list[Located], ctx: Context, cases: list[LessonCase]) -> Later:
