@@ -130,18 +130,21 @@ def rule_like(statement: str) -> bool:
 
 
 def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
-    """What a later turn must name to be about the statement, and how many of those terms it must name.
+    """What a later turn must name to be about the statement, and how much of it.
 
-    The statement's names when it has any, with the long parts of dotted or slashed names ("modernc" of
-    `modernc.org/sqlite`): one of them is enough. Else two of its content words (not the words of deciding,
-    "use", "always", "switch").
+    The statement's names, with the long parts of dotted or slashed names ("modernc" of `modernc.org/sqlite`),
+    and its content words (not the words of deciding: "use", "always", "switch"). A turn names the subject when
+    it names one of the names, or two of the words (`mentions` counts a name as enough by itself).
     """
-    names = [n for n in identifiers(statement) if len(n) > 2]
-    if names:
-        parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
-        return [*names, *(SEGMENT + p for p in sorted(parts - set(names)))], 1
-    words = list(dict.fromkeys(w for w in content_words(statement) if w not in DECIDING_WORDS and len(w) > 1))
-    return words, min(2, len(words))
+    flags = re.findall(r"(?<![\w-])--[a-z][\w-]+", statement)
+    names = list(dict.fromkeys([*(n for n in identifiers(statement) if len(n) > 2), *flags]))
+    parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
+    taken = {n.casefold() for n in names} | {p.casefold() for p in parts}
+    words = [
+        w for w in dict.fromkeys(content_words(statement)) if w not in DECIDING_WORDS and len(w) > 1 and w not in taken
+    ]
+    terms = [*names, *(SEGMENT + p for p in sorted(parts - set(names))), *words]
+    return terms, min(2, len(words)) if not names else 2
 
 
 SEGMENT = "~"  # marks a part of a name ("modernc" of `modernc.org/sqlite`): matched whole, in its own case
@@ -152,8 +155,8 @@ def shown_term(term: str) -> str:
 
 
 def mentions(text: str, terms: list[str], need: int) -> bool:
-    """Whether `text` names at least `need` of `terms` (names whole; parts of names whole and in their own
-    case; words by their stems)."""
+    """Whether `text` names `need` of `terms`: one name is enough (names whole; parts of names whole and in
+    their own case), else `need` words (by their stems)."""
     if not terms:
         return False
     folded = fold(text)
@@ -161,12 +164,12 @@ def mentions(text: str, terms: list[str], need: int) -> bool:
     hits = 0
     for t in terms:
         if t.startswith(SEGMENT):
-            hits += bool(re.search(rf"(?<![\w]){re.escape(t[1:])}(?![\w])", text))
+            hits += need * bool(re.search(rf"(?<![\w]){re.escape(t[1:])}(?![\w])", text))
         elif _is_name(t):
-            hits += bool(re.search(rf"(?<![\w/.]){re.escape(fold(t))}(?![\w/-])", folded))
+            hits += need * bool(re.search(rf"(?<![\w/.]){re.escape(fold(t))}(?![\w/-])", folded))
         else:
             hits += stem(t) in own
-    return hits >= need
+    return hits >= need > 0
 
 
 def _is_name(term: str) -> bool:

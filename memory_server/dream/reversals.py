@@ -69,8 +69,10 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
         return True
     if classify(sentence) in ("question", "what-if"):
         return False
-    if not _has_names(terms) and not (mentions(sentence, terms, min(3, len(terms))) or _rare_hit(sentence, rare)):
-        return False  # a flip must be about the subject: three of its words, or one the sessions seldom use
+    words = [t for t in terms if not _is_name_term(t)]
+    named = mentions(sentence, [t for t in terms if _is_name_term(t)], 1)
+    if not (named or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
+        return False  # a flip must be about the subject: a name, three of its words, or one they seldom use
     key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
     if not key or negated_terms(statement, key) == negated_terms(sentence, key):
         return False
@@ -94,8 +96,8 @@ def rare_terms(terms: list[str], sessions: list[SessionRecord]) -> set[str]:
     return {w for w, n in counts.items() if n <= limit}
 
 
-def _has_names(terms: list[str]) -> bool:
-    return any(re.search(r"[A-Z_./()~]|\d", t[1:]) or t.startswith("~") for t in terms)
+def _is_name_term(term: str) -> bool:
+    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.startswith(("~", "-")) or term.isupper()
 
 
 def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
