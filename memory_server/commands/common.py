@@ -1,9 +1,11 @@
 """What every `memory-server` command shares: --root and -v, progress bars, JSON output, and the exit.
 
 The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
-variable, else the current folder. Errors end the command with one line on stderr saying what to do, and
-exit status 2: every MemoryServerError, an OSError (a full disk, a read-only file system, a permission),
-a SQLite error and a usage error alike. A reader that closes the pipe early (`| head`) ends it quietly.
+variable, else CLAUDE_PROJECT_DIR (Claude Code sets it for the servers, hooks and commands it starts: the
+project), else the current folder. The root is resolved here, in Python, never by a shell's syntax.
+Errors end the command with one line on stderr saying what to do, and exit status 2: every
+MemoryServerError, an OSError (a full disk, a read-only file system, a permission), a SQLite error and a
+usage error alike. A reader that closes the pipe early (`| head`) ends it quietly.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from memory_server.errors import MemoryServerError
 if TYPE_CHECKING:
     from memory_server.api import Memory
 
-ROOT_HELP = "memory root (default: $MEMORY_ROOT, else the current folder)"
+ROOT_HELP = "memory root (default: $MEMORY_ROOT, else Claude Code's project directory, else the current folder)"
 ERROR_STATUS = 2
 INTERRUPTED_STATUS = 130
 LOG_FORMAT = "memory-server: %(levelname)s %(name)s: %(message)s"
 VERBOSE_LOG_FORMAT = "%(asctime)s memory-server %(process)d %(levelname)s %(name)s: %(message)s"
 _META_ROOT = "memory_server.root"
+PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"  # set by Claude Code for what it starts: the project directory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,11 +62,23 @@ def common_options(f: F) -> F:
     return f
 
 
-def root_path(ctx: click.Context | None = None) -> Path:
-    """--root, else $MEMORY_ROOT, else the current folder."""
+def given_root(ctx: click.Context | None = None) -> str | None:
+    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR: the root someone chose, or None."""
     ctx = ctx or click.get_current_context()
-    root = ctx.find_root().meta.get(_META_ROOT) or os.environ.get("MEMORY_ROOT") or os.getcwd()
-    return Path(root).expanduser()
+    chosen = ctx.find_root().meta.get(_META_ROOT) or os.environ.get("MEMORY_ROOT") or os.environ.get(PROJECT_DIR_ENV)
+    return str(chosen) if chosen else None
+
+
+def root_path(ctx: click.Context | None = None) -> Path:
+    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the current folder."""
+    return Path(given_root(ctx) or os.getcwd()).expanduser()
+
+
+def explicit_root(ctx: click.Context | None = None) -> Path | None:
+    """The --root given on the command line, if any (not the environment's)."""
+    ctx = ctx or click.get_current_context()
+    given = ctx.find_root().meta.get(_META_ROOT)
+    return Path(given).expanduser() if given else None
 
 
 def open_memory(**kwargs: Any) -> Memory:
