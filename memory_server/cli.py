@@ -83,10 +83,18 @@ def serve() -> None:
 )
 @common_options
 def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
-    memory = open_memory(**({"embedder": False} if keyword_only else {}))
     progress = StageProgress()
+    progress("opening the index", 0, 0)  # at once: loading the libraries below takes a few seconds
+    memory = open_memory(**({"embedder": False} if keyword_only else {}))
     try:
         report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(
+            f"interrupted: {memory.indexer.report.kept()}. Run `memory-server index` again to go on from there.",
+            err=True,
+        )
+        raise click.Abort() from None
     finally:
         progress.close()
         memory.close()

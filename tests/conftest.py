@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -137,7 +140,48 @@ ended: 2026-03-02T11:00:00Z
 """
 
 
+@dataclass
+class CliResult:
+    """What a command printed and how it ended, as a finished process would report it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 def run_cli(
+    *args: str,
+    input: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> CliResult:
+    """Run `memory-server ARGS...` in this process with click's CliRunner: the same command tree and the same
+    exit handling (`main`) as the script, its stdin, stdout and stderr captured, log lines included. Tests
+    about real processes (signals, pipes, terminals, kills) use run_cli_process."""
+    from click.testing import CliRunner
+
+    from memory_server.cli import main
+    from memory_server.commands.common import LOG_FORMAT
+
+    root_logger = logging.getLogger()
+    level, formats = root_logger.level, [(h, h.formatter) for h in root_logger.handlers]
+    with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=input, env=env) as (out, err, _):
+        handler = logging.StreamHandler(sys.stderr)  # the runner's stderr, for as long as the command runs
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root_logger.addHandler(handler)
+        try:
+            code = main(list(args))
+        finally:
+            root_logger.removeHandler(handler)
+            root_logger.setLevel(level)
+            for h, formatter in formats:
+                h.setFormatter(formatter)
+        stdout, stderr = out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+    return CliResult(code, stdout, stderr)
+
+
+def run_cli_process(
     *args: str,
     input: str | None = None,
     cwd: Path | None = None,

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,33 +96,40 @@ def echo_json(data: Any) -> None:
 
 
 class StageProgress:
-    """A click progress bar per stage ("reading", "embedding", ...) on stderr, only when it is a terminal.
+    """One status line on stderr, rewritten in place: what the command is doing and how far it got
+    ("reading files 120/340", "embedding 512/2,000", "writing 512/2,000"), with the seconds since it
+    started; at most ten updates a second, and only on a terminal.
 
-    Called as progress(stage, done, total), the signature Memory.index reports with.
+    Called as progress(stage, done, total), the signature Memory.index reports with; a total of 0 shows
+    the stage alone ("opening the index").
     """
 
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.started = time.monotonic()
         self.stage: str | None = None
-        self.done = 0
-        self.bar: Any = None
+        self.shown = ""
+        self.last = 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
+        if not self.enabled:
             return
-        if stage != self.stage or self.bar is None:
-            self.close()
-            self.bar = click.progressbar(length=total, label=f"{stage:<12}", file=sys.stderr, show_pos=True)
-            self.bar.__enter__()
-            self.stage, self.done = stage, 0
-        self.bar.length = total
-        self.bar.update(max(0, done - self.done))
-        self.done = max(self.done, done)
+        now = time.monotonic()
+        if stage == self.stage and now - self.last < 0.1 and done < total:
+            return
+        self.stage, self.last = stage, now
+        count = f" {done:,}/{total:,}" if total > 0 else ""
+        text = f"{stage}{count}  ({now - self.started:.0f} s)"
+        sys.stderr.write("\r" + text + " " * max(0, len(self.shown) - len(text)))
+        sys.stderr.flush()
+        self.shown = text
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        """End the status line (the next output starts on a line of its own)."""
+        if self.enabled and self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self.shown, self.stage = "", None
 
 
 # -- the exit -------------------------------------------------------------------------------------------
