@@ -366,7 +366,7 @@ def _run(server: MCPServer, on_hangup: Callable[[], None]) -> None:
     signalled = stop_on_signals(on_hangup, end_input)
     # The SDK offers no public hook for answering unreadable lines; serve its low-level server ourselves.
     anyio.run(serve_stdio, server._lowlevel_server)
-    if signalled.is_set():
-        log.info("server stopped on a signal")
-        exit_now(0)
-    log.info("client closed the connection; server stopped")
+    log.info("server stopped on a signal" if signalled.is_set() else "client closed the connection; server stopped")
+    # The lifespan closed the indices. Skip the interpreter's teardown: it takes over a second with the model
+    # loaded, and aborts the process when the indexing thread is still inside the model (a daemon thread).
+    exit_now(0)

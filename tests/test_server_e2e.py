@@ -286,7 +286,7 @@ def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
 
 
 def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Path):
-    """The indexer reports its progress every 200 files; a search meanwhile says how far it is."""
+    """The indexer reports its progress after every file; a search meanwhile says how far it is."""
     from memory_server import Memory
     from memory_server.files.scaffold import init_root
 
@@ -303,14 +303,11 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
 
     try:
         memory.index(progress=during)
-        assert notes == [
-            "indexing: 200 of 403 files done; keyword results only, so far",
-            "indexing: 400 of 403 files done; keyword results only, so far",
-        ]
+        assert notes == [f"indexing: {n} of 403 files done; keyword results only, so far" for n in range(403)]
         assert memory.search_note("keyword", found=True, semantic=False) is None, "finished: no note"
         notes.clear()
         memory.index(verify=True, progress=during)  # a later pass over an index already full: nothing to say
-        assert notes == [None, None]
+        assert notes and set(notes) == {None}
     finally:
         memory.close()
 
