@@ -46,10 +46,12 @@ def require_shared(path: Path) -> Path:
 RUN_MARK = "MEMORY_SERVER_TEST_RUN"
 os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
 ORPHAN_GRACE_SECONDS = 10.0  # detached session-end compressions may still be finishing
+TEST_WORKER = "exec(eval(sys.stdin.readline()))"  # how execnet starts pytest-xdist's workers
 
 
 def marked_processes() -> dict[int, str]:
-    """Live processes (other than this one) whose environment carries this run's mark: pid -> command."""
+    """Live processes (other than this one and the run's own test workers) whose environment carries this run's
+    mark: pid -> command."""
     mark = f"{RUN_MARK}={os.environ[RUN_MARK]}".encode()
     found: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -62,13 +64,18 @@ def marked_processes() -> dict[int, str]:
             command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
+        if TEST_WORKER in command:  # the run's own test workers (pytest -n), not something a test started
+            continue
         if state != "Z":
             found[int(entry)] = command.strip()
     return found
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """No process a test started may survive the run: the suite fails, naming them (and kills them)."""
+    """No process a test started may survive the run: the suite fails, naming them (and kills them). With
+    test workers (pytest -n), the run that started them checks, at its end."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
     orphans = marked_processes()
     while orphans and time.monotonic() < deadline:
@@ -207,15 +214,19 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
-    r = tmp_path / "memory"
+def small_root(r: Path) -> Path:
+    """Make `r` a small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
     init_root(r)
     write(r, "topics/printer.md", PRINTER_TOPIC)
     write(r, "topics/tooling.md", TOOLING_TOPIC)
     write(r, "sessions/compressed/2026/2026-03-02-abcd1234-belt-tuning.md", SESSION)
     return r
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
+    return small_root(tmp_path / "memory")
 
 
 @pytest.fixture

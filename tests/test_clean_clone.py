@@ -129,7 +129,7 @@ def test_tests_that_need_shared_data_skip_without_it(tmp_path: Path) -> None:
         "MEMORY_BENCH_DATA": str(tmp_path / "no-bench-data-here"),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", *ids],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", "-n", "0", *ids],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -37,16 +37,6 @@ from typing import Any
 
 import pytest
 
-from memory_server.claude_code.plugin_files import plugin_source
-from memory_server.claude_code.plugin_install import (
-    LAUNCHER_EXEC_LINE,
-    PLUGIN_ID,
-    RECORD,
-    build_marketplace,
-    installation_python,
-    launcher_python,
-    marketplace_manifest,
-)
 from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
 
@@ -72,6 +62,9 @@ README_MCP_ADD = [
     ".venv/bin/memory-server hooks install --scope user --root ~/notes/memory",
 ]
 PLUGIN_SERVER = "plugin:memory-server:memory"
+PLUGIN_ID = "memory-server@memory-server"
+RECORD = "bin/installation.json"  # beside the launcher: the installation the plugin runs
+LAUNCHER_EXEC_LINE = "'''exec' python3 \"$0\" \"$@\""  # the launcher's first line before `plugin install`
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
 SESSION_ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
@@ -265,8 +258,21 @@ def user_env(home: Path, claude_bin: str, other_program: Path, **extra: str) -> 
     return env
 
 
+def installation_python() -> Path:
+    """The installation under test: this Python (a virtual environment's own)."""
+    return Path(sys.executable).absolute()
+
+
+def launcher_python() -> Path:
+    """The Python `plugin install` records to run the launcher: the installation's base interpreter."""
+    return Path(getattr(sys, "_base_executable", None) or sys.executable).absolute()
+
+
 def built_plugin(tmp_path: Path) -> Path:
     """The plugin as `memory-server plugin install` lays it out, recording the installation under test."""
+    from memory_server.claude_code.plugin_files import plugin_source
+    from memory_server.claude_code.plugin_install import build_marketplace
+
     folder = tmp_path / "claude-plugin"
     build_marketplace(folder, plugin_source(), launcher_python(), installation_python())
     return folder / "plugin"
@@ -302,6 +308,8 @@ def test_plugin_validate_strict_passes(any_claude_bin: str, home: Path, tmp_path
 
 
 def test_manifests_agree(tmp_path: Path) -> None:
+    from memory_server.claude_code.plugin_install import marketplace_manifest
+
     plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
     market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
     (entry,) = [p for p in market["plugins"] if p["name"] == plugin["name"]]

@@ -13,16 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from memory_server.claude_code.plugin_files import declared_hooks, plugin_source
-from memory_server.claude_code.plugin_install import (
-    LAUNCHER_EXEC_LINE,
-    RECORD,
-    build_marketplace,
-    installation_python,
-    launcher_python,
-)
-from memory_server.claude_code.settings_hooks import program_words
-from memory_server.files.scaffold import GITIGNORE_NOTE, IMPORT_LINE, PRECEDENCE, init_root
+from memory_server.files.scaffold import init_root
+
+# What init adds to an existing project (the same text the CLAUDE.md it writes carries).
+IMPORT_LINE = "@MEMORY.md"
+PRECEDENCE_HEADING = "# Memory precedence\n"
+GITIGNORE_LINES = ".memory/\n.dream-pending\n"
 
 # -- init in an existing project ------------------------------------------------------------------------
 
@@ -56,7 +52,7 @@ def test_init_wires_itself_into_an_existing_project_and_says_what_it_changed(pro
     assert f"changed {project / '.gitignore'}: added .memory/, .dream-pending" in done.stdout, done.stdout
     claude_md = (project / "CLAUDE.md").read_text(encoding="utf-8")
     assert claude_md.startswith("# My app\n\nUse tabs, not spaces.\n"), "the project's own text stays first"
-    assert f"\n{IMPORT_LINE}\n" in claude_md and PRECEDENCE in claude_md
+    assert f"\n{IMPORT_LINE}\n" in claude_md and PRECEDENCE_HEADING in claude_md and "asks you to remember" in claude_md
     ignore = (project / ".gitignore").read_text(encoding="utf-8")
     assert ignore.startswith("node_modules/\n") and ".memory/\n" in ignore and ".dream-pending\n" in ignore
 
@@ -79,16 +75,15 @@ def test_init_no_edit_prints_exactly_what_to_add(project: Path) -> None:
     assert done.returncode == 0, done
     assert (project / "CLAUDE.md").read_bytes() == claude_before and (project / "MEMORY.md").is_file()
     assert "not changed (--no-edit): add the `@MEMORY.md` import" in done.stdout
-    assert (
-        f"{IMPORT_LINE}\n\n{PRECEDENCE}" in done.stdout
-        and f"{GITIGNORE_NOTE}\n.memory/\n.dream-pending\n" in done.stdout
-    )
+    claude_part = done.stdout.split("these lines:\n")[1].split("not changed (--no-edit)")[0]
+    gitignore_part = done.stdout.split("these lines:\n")[2]
+    assert claude_part.startswith(f"{IMPORT_LINE}\n\n{PRECEDENCE_HEADING}") and gitignore_part.endswith(GITIGNORE_LINES)
 
-    # Adding what it printed by hand leaves init nothing to do.
+    # Adding exactly what it printed, by hand, leaves init nothing to do.
     with open(project / "CLAUDE.md", "a", encoding="utf-8") as f:
-        f.write(f"\n{IMPORT_LINE}\n\n{PRECEDENCE}")
+        f.write("\n" + claude_part)
     with open(project / ".gitignore", "a", encoding="utf-8") as f:
-        f.write(f"{GITIGNORE_NOTE}\n.memory/\n.dream-pending\n")
+        f.write(gitignore_part)
     again = run_cli("init", "--root", str(project))
     assert again.stdout == f"{project} is already a memory root; nothing changed\n", again.stdout
 
@@ -140,6 +135,9 @@ def home(tmp_path: Path) -> Path:
 def test_hooks_install_writes_the_plugins_hooks_and_running_it_again_changes_nothing(
     home: Path, tmp_path: Path
 ) -> None:
+    from memory_server.claude_code.plugin_files import declared_hooks, plugin_source
+    from memory_server.claude_code.settings_hooks import program_words
+
     root = tmp_path / "notes"
     init_root(root)
     settings = home / ".claude" / "settings.json"
@@ -201,6 +199,15 @@ def test_hooks_install_scopes_and_refusals(home: Path, tmp_path: Path) -> None:
 
 
 def test_the_installed_plugin_records_this_installation(tmp_path: Path) -> None:
+    from memory_server.claude_code.plugin_files import plugin_source
+    from memory_server.claude_code.plugin_install import (
+        LAUNCHER_EXEC_LINE,
+        RECORD,
+        build_marketplace,
+        installation_python,
+        launcher_python,
+    )
+
     folder = tmp_path / "claude-plugin"
     build_marketplace(folder, plugin_source(), launcher_python(), installation_python())
     plugin = folder / "plugin"
