@@ -53,7 +53,8 @@ class Background:
         self._begin.set()
         return self.keyword_ready.wait(timeout)
 
-    def stop(self, timeout: float = 1.5) -> None:
+    def stop(self, timeout: float = 1.5) -> bool:
+        """Stop the watcher and the indexing thread; False when the thread is still busy after `timeout`."""
         self._stop.set()
         self._begin.set()
         self._wake.set()
@@ -62,6 +63,7 @@ class Background:
             self._watcher.stop(timeout)
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
 
     def _sync(self, paths: set[str] | None, *, vectors: bool = True, verify: bool = False) -> bool:
         if self._stop.is_set():

@@ -88,7 +88,7 @@ def build_status(memory: Memory) -> dict[str, Any]:
         },
         "indexing": {**memory.indexer.progress, **({"stopped": memory.index_failure} if memory.index_failure else {})},
         "problem_files": problems,
-        "notes": list(memory.indexer.notes),
+        "notes": list(memory.indexer.notes) + pending_settings_notes(memory),
     }
     out["dream"] = dream_status(memory)
     topic_paths = sorted(p for p, layer in on_disk.items() if layer == "topic" and p.startswith("topics/"))
@@ -117,3 +117,13 @@ def dream_status(memory: Memory) -> dict[str, Any]:
         return {"due": False, "reason": str(exc)}
     how = "run /dream (without an agent: memory-server dream run)" if due else None
     return {"due": due, "reason": reason, "how": how}
+
+
+def pending_settings_notes(memory: Memory) -> list[str]:
+    if not memory.settings_pending:
+        return []
+    sections = ", ".join(memory.settings_pending)
+    return [
+        f"memory.yaml changed the {sections} settings: they apply when the server starts again (in Claude Code: "
+        "/mcp, then reconnect the memory server)"
+    ]

@@ -701,8 +701,9 @@ def test_the_skill_may_run_only_gather_propose_show_and_status() -> None:
     skill = Path(__file__).resolve().parents[1] / "plugin" / "skills" / "dream" / "SKILL.md"
     head = skill.read_text(encoding="utf-8").split("---")[1]
     allowed = next(ln for ln in head.splitlines() if ln.startswith("allowed-tools:"))
+    launcher = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-server"'  # the plugin's launcher: never a memory-server on PATH
     for sub in ("gather", "propose", "show", "status"):
-        assert f"Bash(memory-server dream {sub}:*)" in allowed
+        assert f"Bash({launcher} dream {sub}:*)" in allowed
     assert "dream:*" not in allowed and "apply" not in allowed and "reject" not in allowed
     assert "Edit" not in allowed.replace("Edit(", "")  # no free editing: the program renders the diff
 

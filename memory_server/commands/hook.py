@@ -3,7 +3,8 @@
 Each reads the hook's JSON on stdin. session-start prints a short line when a /dream is due (else nothing);
 session-end and pre-compact start compressing the session's transcript in a detached background process
 and return at once. A hook never fails the person's session: problems go to stderr, exit status 0.
-The root is --root, else $MEMORY_ROOT, else the hook input's `cwd`, else the current folder.
+The root is --root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the hook input's `cwd`, else the current
+folder: resolved here in Python, so a hook's command holds no shell syntax (it runs where bash is not the shell).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from memory_server.commands.common import common_options
+from memory_server.commands.common import common_options, given_root
 
 EVENTS = ("session-start", "session-end", "pre-compact")
 
@@ -46,10 +47,8 @@ def _read_payload(event: str) -> dict[str, Any] | None:
 
 
 def _root(payload: dict[str, Any]) -> Path:
-    ctx = click.get_current_context()
-    given = ctx.find_root().meta.get("memory_server.root") or os.environ.get("MEMORY_ROOT")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    return Path(given or cwd or os.getcwd()).expanduser()
+    return Path(given_root() or cwd or os.getcwd()).expanduser()
 
 
 def _run(event: str) -> None:
