@@ -93,6 +93,23 @@ class Memory:
         self._cache_keys: dict[tuple[str, str, str, str | None], str] = {}
         self.recall = RecallLog(self.root.state_dir, max_events=settings.dream.recall_max_events)
         self._closed = False
+        self.settings_pending: list[str] = []  # changed settings sections that apply at the next start
+
+    # Sections whose change needs the model or the vector store opened again: they apply at the next start.
+    RESTART_SECTIONS = ("embedding", "vectors")
+
+    def apply_settings(self, settings: Settings) -> list[str]:
+        """Use `settings` from now on (memory.yaml was edited); return the sections that wait for a restart.
+
+        Search, ranking, indexing limits, transcripts and dream settings apply at once (new chunk limits to the
+        files indexed from now on); the embedding and vector-store sections keep their running values."""
+        pending = [name for name in self.RESTART_SECTIONS if getattr(settings, name) != getattr(self.settings, name)]
+        kept = {name: getattr(self.settings, name) for name in self.RESTART_SECTIONS}
+        self.settings = settings.model_copy(update=kept)
+        self.indexer.settings = self.settings
+        self.recall.max_events = max(1, settings.dream.recall_max_events)
+        self.settings_pending = pending
+        return pending
 
     @classmethod
     def open_lenient(cls, root: str | os.PathLike[str], **kwargs: Any) -> Memory:
@@ -227,7 +244,7 @@ class Memory:
         if semantic and mode == "keyword" and self.vectors is not None:
             if self.vector_error:
                 return f"semantic index unavailable ({self.vector_error}); keyword results only"
-            if stage == "embedding" and done < total:
+            if stage in ("embedding", "writing") and done < total:
                 return f"indexing: {done} of {total} chunks embedded; keyword results only"
             return "semantic index not ready yet; keyword results only"
         return None

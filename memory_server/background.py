@@ -78,7 +78,8 @@ class Background:
             self._work.full = True
             self._cond.notify()
 
-    def stop(self, timeout: float = 1.5) -> None:
+    def stop(self, timeout: float = 1.5) -> bool:
+        """Stop the watcher and the indexing thread; False when the thread is still busy after `timeout`."""
         self._stop.set()
         self._begin.set()
         with self._cond:
@@ -88,6 +89,7 @@ class Background:
             self._watcher.stop(timeout)
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
 
     # -- one pass -------------------------------------------------------------------------------------
 

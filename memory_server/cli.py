@@ -3,10 +3,12 @@
     memory-server serve | index | search | status | compress | init
     memory-server hook session-start | session-end | pre-compact     (commands/hook.py)
     memory-server dream status | run | show | apply | reject         (commands/dream.py)
+    memory-server plugin install | uninstall                         (commands/claude.py)
+    memory-server hooks install | uninstall                          (commands/claude.py)
 
 The only ways in are the `memory-server` script and `python -m memory_server`. The memory root comes from
---root, else the MEMORY_ROOT environment variable, else the current folder. Errors go to stderr in one line
-with what to do about them, and exit with status 2 (commands/common.py).
+--root, else the MEMORY_ROOT environment variable, else CLAUDE_PROJECT_DIR, else the current folder. Errors go
+to stderr in one line with what to do about them, and exit with status 2 (commands/common.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import click
 
 from memory_server import __version__
+from memory_server.commands.claude import hooks, plugin
 from memory_server.commands.common import (
     StageProgress,
     common_options,
@@ -50,6 +53,8 @@ def cli() -> None:
 
 cli.add_command(hook)
 cli.add_command(dream)
+cli.add_command(plugin)
+cli.add_command(hooks)
 
 
 @cli.command(
@@ -80,10 +85,18 @@ def serve() -> None:
 )
 @common_options
 def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
-    memory = open_memory(**({"embedder": False} if keyword_only else {}))
     progress = StageProgress()
+    progress("opening the index", 0, 0)  # at once: loading the libraries below takes a few seconds
+    memory = open_memory(**({"embedder": False} if keyword_only else {}))
     try:
         report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(
+            f"interrupted: {memory.indexer.report.kept()}. Run `memory-server index` again to go on from there.",
+            err=True,
+        )
+        raise click.Abort() from None
     finally:
         progress.close()
         memory.close()
@@ -271,19 +284,30 @@ def _compress_queue(
 
 
 @cli.command(
-    help="Make a memory root (MEMORY.md, CLAUDE.md, topics/, sessions/compressed/, .gitignore) without touching "
-    "any file that exists.",
+    help="Make a memory root (MEMORY.md, CLAUDE.md, topics/, sessions/compressed/, .gitignore) without replacing "
+    "any file that exists. In a project that already has a CLAUDE.md or .gitignore, add what they lack: the "
+    "`@MEMORY.md` import and the precedence rule, the .memory/ and .dream-pending lines (and say so). Running it "
+    "again changes nothing.",
     short_help="make a memory root",
 )
+@click.option("--no-edit", is_flag=True, help="change no existing file; print what to add to it instead")
 @common_options
-def init() -> None:
-    from memory_server.files.scaffold import init_root
+def init(no_edit: bool) -> None:
+    from memory_server.files.scaffold import init_root, wire_root
 
     root = root_path()
     created = init_root(root)
+    wired = wire_root(root, edit=not no_edit)
     if created:
         click.echo(f"created in {root}: {', '.join(created)}")
-    else:
+    for change in wired:
+        if change.added:
+            click.echo(f"changed {root / change.path}: added {change.why}")
+            continue
+        why = "--no-edit" if no_edit else "it links outside the memory root"
+        click.echo(f"not changed ({why}): add {change.why} to {root / change.path}, these lines:")
+        click.echo(change.text, nl=False)
+    if not created and not wired:
         click.echo(f"{root} is already a memory root; nothing changed")
 
 

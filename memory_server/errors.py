@@ -14,8 +14,9 @@ with that message, and the command line prints it to stderr and exits with statu
     ├── LockedError            another process holds a lock we need (index writer, dream, compression)
     ├── IndexUnavailableError  an index cannot be used now, without being damaged (full disk, closing, no file handles)
     ├── TranscriptError        a Claude Code transcript cannot be read at all
-    └── DreamError             a dream proposal cannot be made, applied or rejected
-        └── StaleProposalError a target file changed after the proposal was written
+    ├── DreamError             a dream proposal cannot be made, applied or rejected
+    │   └── StaleProposalError a target file changed after the proposal was written
+    └── SetupError             wiring memory-server into Claude Code or a project failed (plugin, hooks, init)
 """
 
 from __future__ import annotations
@@ -72,3 +73,7 @@ class DreamError(MemoryServerError):
 
 class StaleProposalError(DreamError):
     """A file a proposal targets changed after the proposal was written."""
+
+
+class SetupError(MemoryServerError):
+    """Wiring memory-server into Claude Code or a project failed: the plugin, its hooks, or `init`'s edits."""

@@ -7,6 +7,10 @@ first keyword pass (a small root is indexed by then); past that, answers say how
 A folder that is not a memory root, a root that does not exist, or a broken memory.yaml does not stop the
 server: it starts, logs why on stderr, and answers every tool with that reason and how to fix it, writing
 nothing. Each call looks again, so `memory-server init` or a fixed memory.yaml takes effect at once.
+
+Settings apply live: each call checks whether memory.yaml (or the user config) changed on disk, and reads it
+again when it did. A valid edit applies from that call on (the tools' default `k` included); a broken one
+makes every tool answer with the error, as at start, until it is fixed.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from pydantic import Field
 
 from memory_server.api import Memory
 from memory_server.background import Background
-from memory_server.errors import MemoryServerError
+from memory_server.errors import ConfigError, MemoryServerError
 from memory_server.files.logs import LOG_DIR, rotate
-from memory_server.settings import Settings
-from memory_server.stdio_guard import exit_on_hangup, repair_stdin, serve_stdio
+from memory_server.settings import Settings, load_settings, settings_stamp
+from memory_server.stdio_guard import exit_now, exit_on_hangup, repair_stdin, serve_stdio, stop_on_signals
 from memory_server.tool_results import (
     ReadResult,
     SearchResult,
@@ -47,6 +51,7 @@ log = logging.getLogger(__name__)
 Layer = Literal["topic", "session", "transcript"]
 F = TypeVar("F", bound=Callable[..., Any])
 
+STOP_WAIT_SECONDS = 0.5  # at shutdown, background indexing gets this long to stop between two steps
 FIRST_PASS_WAIT_SECONDS = 1.0  # a search waits this long for the first keyword pass of a fresh server
 LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path) and the total
 
@@ -80,7 +85,7 @@ DESCRIPTIONS = {
 }
 
 Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
-K = Annotated[int, Field(description="number of hits; keep it small")]
+K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
 Layers = Annotated[list[Layer] | None, Field(description="default: topic and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
@@ -116,21 +121,32 @@ class MemoryGate:
     says what to do. Every `get()` before success tries again, so fixing the root needs no restart.
     """
 
-    def __init__(self, root: Path, open_memory: Callable[[Path], Memory], on_open: Callable[[Memory], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        open_memory: Callable[[Path], Memory],
+        on_open: Callable[[Memory], None],
+        load: Callable[[Path], Settings] = load_settings,
+    ) -> None:
         self.root = root
         self._open_memory = open_memory
         self._on_open = on_open
+        self._load = load
         self._lock = threading.Lock()
         self.memory: Memory | None = None
         self.refusal: str | None = None
         self.closed = False
+        self._stamp: tuple[object, ...] | None = None  # memory.yaml and the user config as last read
+        self._bad_stamp: tuple[object, ...] | None = None  # ... as last found broken
 
     def get(self) -> Memory:
         with self._lock:
             if self.memory is not None:
+                self._follow_settings(self.memory)
                 return self.memory
             if self.closed:
                 raise ToolError("the memory server is shutting down")
+            stamp = settings_stamp(self.root)  # before opening: an edit made meanwhile is read at the next call
             try:
                 memory = self._open_memory(self.root)
             except MemoryServerError as exc:
@@ -138,10 +154,31 @@ class MemoryGate:
                     log.error("cannot serve %s: %s", self.root, exc)
                 self.refusal = str(exc)
                 raise
-            self.memory, self.refusal = memory, None
+            self.memory, self.refusal, self._stamp = memory, None, stamp
             log.info("serving %s", memory.root.path)
         self._on_open(memory)
         return memory
+
+    def adopt(self, memory: Memory) -> None:
+        """Serve an already opened memory (its settings as they are on disk now)."""
+        self.memory, self._stamp = memory, settings_stamp(memory.root.path)
+
+    def _follow_settings(self, memory: Memory) -> None:
+        """Read the settings again when their files changed; a broken edit refuses every call until fixed."""
+        stamp = settings_stamp(memory.root.path)
+        if stamp == self._stamp:
+            return
+        if stamp == self._bad_stamp and self.refusal is not None:
+            raise ConfigError(self.refusal)
+        try:
+            settings = self._load(memory.root.path)
+        except ConfigError as exc:
+            self._bad_stamp, self.refusal = stamp, str(exc)
+            log.error("the settings changed and are invalid; every tool answers with this until fixed: %s", exc)
+            raise
+        self._stamp, self._bad_stamp, self.refusal = stamp, None, None
+        pending = memory.apply_settings(settings)
+        log.info("settings read again%s", f"; {', '.join(pending)} apply at the next start" if pending else "")
 
     def try_open(self) -> Memory | None:
         try:
@@ -172,11 +209,10 @@ def build_server(
 
     gate = MemoryGate(Path(root) if root is not None else Path("."), open_memory, start_worker)
     if memory is not None:
-        gate.memory = memory
+        gate.adopt(memory)
         start_worker(memory)
     else:
         gate.try_open()
-    defaults = gate.memory.settings if gate.memory is not None else Settings()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
@@ -189,10 +225,11 @@ def build_server(
         finally:
             with gate._lock:
                 gate.closed = True
-            for worker in workers:
-                worker.stop()
-            if gate.memory is not None:
+            stopped = [worker.stop(STOP_WAIT_SECONDS) for worker in workers]
+            if gate.memory is not None and all(stopped):
                 gate.memory.close()
+            elif gate.memory is not None:  # mid-way through loading the model, say: the process ends anyway
+                log.info("background indexing is still finishing a step; the indices close with the process")
 
     instructions = INSTRUCTIONS if gate.refusal is None else f"Memory is not available here: {gate.refusal}"
     mcp = MCPServer("memory", instructions=instructions, lifespan=lifespan)
@@ -207,7 +244,7 @@ def build_server(
     @tool_errors
     def search_memory(
         query: Query,
-        k: K = defaults.search.default_k,
+        k: K = None,
         layers: Layers = None,
         after: After = None,
         before: Before = None,
@@ -220,7 +257,7 @@ def build_server(
     @tool_errors
     def search_exact(
         query: Query,
-        k: K = defaults.search.default_k,
+        k: K = None,
         layers: Layers = None,
         after: After = None,
         before: Before = None,
@@ -326,8 +363,12 @@ def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memor
 
 
 def _run(server: MCPServer, on_hangup: Callable[[], None]) -> None:
-    repair_stdin()
+    end_input = repair_stdin()
     exit_on_hangup(on_hangup)
+    signalled = stop_on_signals(on_hangup, end_input)
     # The SDK offers no public hook for answering unreadable lines; serve its low-level server ourselves.
     anyio.run(serve_stdio, server._lowlevel_server)
-    log.info("client closed the connection; server stopped")
+    log.info("server stopped on a signal" if signalled.is_set() else "client closed the connection; server stopped")
+    # The lifespan closed the indices. Skip the interpreter's teardown: it takes over a second with the model
+    # loaded, and aborts the process when the indexing thread is still inside the model (a daemon thread).
+    exit_now(0)

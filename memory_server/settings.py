@@ -216,6 +216,22 @@ def load_settings(root: Path | str) -> Settings:
     return settings
 
 
+def settings_stamp(root: Path | str) -> tuple[object, ...]:
+    """How `<root>/memory.yaml` and the user config look on disk (path, time, size, inode): when this changes,
+    the settings are read again (the server applies edits without a restart)."""
+    stamp: list[object] = []
+    for path in (Path(root) / SETTINGS_FILE, user_config_path()):
+        if path is None:
+            stamp.append(None)
+            continue
+        try:
+            st = path.stat()
+            stamp.append((str(path), st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            stamp.append((str(path), None))
+    return tuple(stamp)
+
+
 def user_config_path() -> Path | None:
     """The user-level config file: $MEMORY_SERVER_CONFIG, else $XDG_CONFIG_HOME (~/.config)/memory-server/
     config.yaml; None when that default file does not exist."""

@@ -97,7 +97,7 @@ def build_status(memory: Memory) -> dict[str, Any]:
         },
         "indexing": {**memory.indexer.progress, **({"stopped": memory.index_failure} if memory.index_failure else {})},
         "problem_files": problems,
-        "notes": list(memory.indexer.notes),
+        "notes": list(memory.indexer.notes) + pending_settings_notes(memory),
     }
     out["sessions_queue"] = queue_status(memory)
     fired = budget_fired()
@@ -149,3 +149,13 @@ def queue_status(memory: Memory) -> dict[str, Any]:
         ]
         out["how"] = "run `memory-server compress --pending` (the next session hook or the server does it too)"
     return out
+
+
+def pending_settings_notes(memory: Memory) -> list[str]:
+    if not memory.settings_pending:
+        return []
+    sections = ", ".join(memory.settings_pending)
+    return [
+        f"memory.yaml changed the {sections} settings: they apply when the server starts again (in Claude Code: "
+        "/mcp, then reconnect the memory server)"
+    ]

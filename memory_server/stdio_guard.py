@@ -4,6 +4,9 @@
   lock another process holds, say). A client that closed stdin is gone, so a watchdog polls a duplicate of
   the stdin pipe for the hang-up, stops background work at once, and ends the process if it is still alive
   EXIT_GRACE_SECONDS later. The server and everything it started are gone within two seconds.
+- `stop_on_signals`: SIGINT (Ctrl-C) and SIGTERM end the input as a hang-up would: background work stops,
+  the SDK returns, the server closes its indices and exits; a watchdog ends the process if that takes longer
+  than STOP_GRACE_SECONDS.
 - `repair_stdin`: the SDK's strict JSON parser drops a line it cannot parse without answering it, so the
   client waits forever. Lines with a lone surrogate escape (valid JSON, not valid Unicode) or an integer
   too long to parse are made answerable on the way in.
@@ -19,7 +22,9 @@ import logging
 import os
 import re
 import select
+import signal
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +39,7 @@ from pydantic import ValidationError
 log = logging.getLogger(__name__)
 
 EXIT_GRACE_SECONDS = 1.0
+STOP_GRACE_SECONDS = 0.9  # after SIGINT or SIGTERM, the clean stop gets this long before the process just ends
 
 
 def exit_on_hangup(on_hangup: Callable[[], None]) -> None:
@@ -98,14 +104,17 @@ def _replace_surrogates(value: Any) -> Any:
     return value
 
 
-def repair_stdin() -> None:
+def repair_stdin() -> Callable[[], None] | None:
     """Put repair_line between the client and the SDK: fd 0 becomes a pipe a thread fills from the real
-    stdin, line by line; when the client closes stdin the pipe closes too, and the SDK sees the end."""
+    stdin, line by line; when the client closes stdin the pipe closes too, and the SDK sees the end.
+
+    Returns a function that ends the SDK's input at once (a stop by signal), or None when stdin is left as
+    it was."""
     try:
         client = os.dup(0)
         read_end, write_end = os.pipe()
     except OSError:
-        return
+        return None
     os.dup2(read_end, 0)
     os.close(read_end)
 
@@ -118,7 +127,60 @@ def repair_stdin() -> None:
             except (BrokenPipeError, OSError):
                 pass
 
+    def end_input() -> None:
+        # /dev/null takes the pipe's only write end (the fd number stays valid for the pump, which then
+        # writes nowhere), so the SDK reads the end of its input.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, write_end)
+            os.close(devnull)
+        except OSError:
+            pass
+
     threading.Thread(target=pump, name="memory-stdin", daemon=True).start()
+    return end_input
+
+
+def stop_on_signals(on_stop: Callable[[], None], end_input: Callable[[], None] | None) -> threading.Event:
+    """SIGINT and SIGTERM: stop background work (`on_stop`), end the SDK's input so the server shuts down
+    cleanly, and end the process STOP_GRACE_SECONDS later if it is still running. Returns the event set
+    when a stop signal came."""
+    stopping = threading.Event()
+
+    def watchdog(name: str) -> None:
+        time.sleep(STOP_GRACE_SECONDS)
+        log.warning("%s: the server did not stop within %.1f s; exiting now", name, STOP_GRACE_SECONDS)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os._exit(0)
+
+    def handle(signum: int, _frame: Any) -> None:
+        if stopping.is_set():
+            return
+        stopping.set()
+        name = signal.Signals(signum).name
+        log.info("%s received: stopping the server", name)
+        threading.Thread(target=watchdog, args=(name,), name="memory-stop", daemon=True).start()
+        on_stop()
+        if end_input is not None:
+            end_input()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handle)
+    return stopping
+
+
+def exit_now(status: int = 0) -> None:
+    """End the process at once, output flushed: after a clean stop, skip the interpreter's teardown of the
+    libraries it loaded (over a second with the model and Chroma loaded)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def error_answer(exc: Exception) -> types.JSONRPCError:

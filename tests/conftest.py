@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,10 +46,12 @@ def require_shared(path: Path) -> Path:
 RUN_MARK = "MEMORY_SERVER_TEST_RUN"
 os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
 ORPHAN_GRACE_SECONDS = 10.0  # detached session-end compressions may still be finishing
+TEST_WORKER = "exec(eval(sys.stdin.readline()))"  # how execnet starts pytest-xdist's workers
 
 
 def marked_processes() -> dict[int, str]:
-    """Live processes (other than this one) whose environment carries this run's mark: pid -> command."""
+    """Live processes (other than this one and the run's own test workers) whose environment carries this run's
+    mark: pid -> command."""
     mark = f"{RUN_MARK}={os.environ[RUN_MARK]}".encode()
     found: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -59,13 +64,18 @@ def marked_processes() -> dict[int, str]:
             command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
+        if TEST_WORKER in command:  # the run's own test workers (pytest -n), not something a test started
+            continue
         if state != "Z":
             found[int(entry)] = command.strip()
     return found
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """No process a test started may survive the run: the suite fails, naming them (and kills them)."""
+    """No process a test started may survive the run: the suite fails, naming them (and kills them). With
+    test workers (pytest -n), the run that started them checks, at its end."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
     orphans = marked_processes()
     while orphans and time.monotonic() < deadline:
@@ -137,7 +147,48 @@ ended: 2026-03-02T11:00:00Z
 """
 
 
+@dataclass
+class CliResult:
+    """What a command printed and how it ended, as a finished process would report it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 def run_cli(
+    *args: str,
+    input: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> CliResult:
+    """Run `memory-server ARGS...` in this process with click's CliRunner: the same command tree and the same
+    exit handling (`main`) as the script, its stdin, stdout and stderr captured, log lines included. Tests
+    about real processes (signals, pipes, terminals, kills) use run_cli_process."""
+    from click.testing import CliRunner
+
+    from memory_server.cli import main
+    from memory_server.commands.common import LOG_FORMAT
+
+    root_logger = logging.getLogger()
+    level, formats = root_logger.level, [(h, h.formatter) for h in root_logger.handlers]
+    with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=input, env=env) as (out, err, _):
+        handler = logging.StreamHandler(sys.stderr)  # the runner's stderr, for as long as the command runs
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root_logger.addHandler(handler)
+        try:
+            code = main(list(args))
+        finally:
+            root_logger.removeHandler(handler)
+            root_logger.setLevel(level)
+            for h, formatter in formats:
+                h.setFormatter(formatter)
+        stdout, stderr = out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+    return CliResult(code, stdout, stderr)
+
+
+def run_cli_process(
     *args: str,
     input: str | None = None,
     cwd: Path | None = None,
@@ -163,15 +214,19 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
-    r = tmp_path / "memory"
+def small_root(r: Path) -> Path:
+    """Make `r` a small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
     init_root(r)
     write(r, "topics/printer.md", PRINTER_TOPIC)
     write(r, "topics/tooling.md", TOOLING_TOPIC)
     write(r, "sessions/compressed/2026/2026-03-02-abcd1234-belt-tuning.md", SESSION)
     return r
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A small memory root: two topics, one session, MEMORY.md and CLAUDE.md."""
+    return small_root(tmp_path / "memory")
 
 
 @pytest.fixture

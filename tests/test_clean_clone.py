@@ -32,11 +32,27 @@ def readme_test_command() -> str:
 def test_ci_runs_the_readme_test_command_then_mypy_and_ruff() -> None:
     command = readme_test_command()
     assert "\n" not in command and command.endswith("&& .venv/bin/pytest"), command
-    assert "@anthropic-ai/claude-code@2.1.197" in command and "@anthropic-ai/claude-code@2.1.330" in command
+    assert "@anthropic-ai/claude-code@2.1.197" in command and "@anthropic-ai/claude-code@2.1.332" in command
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert commands[-1] == command + CHECKS, "the last line of .ci/run is the README's test command, then the checks"
     assert os.access(REPO / ".ci" / "run", os.X_OK)
+
+
+def test_the_readme_test_command_runs_the_whole_suite_and_says_how_long() -> None:
+    """`.venv/bin/pytest` with nothing deselected (no -k, -m, --deselect or --ignore, here or in pyproject's
+    addopts), and the README says how long it takes."""
+    import tomllib
+
+    command = readme_test_command()
+    assert command.endswith("&& .venv/bin/pytest"), command
+    options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    addopts = options.get("addopts", "").split()
+    assert not {"-k", "-m", "--deselect", "--ignore", "--ignore-glob", "-x"} & set(addopts), addopts
+    assert options.get("testpaths") == ["tests"]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    before = readme[readme.index("Install and pass the tests") : readme.index(command)]
+    assert re.search(r"takes\s+(about\s+)?\d+(-\d+)?\s+minutes", before), before
 
 
 def test_the_test_extra_installs_the_checkers() -> None:
@@ -113,7 +129,7 @@ def test_tests_that_need_shared_data_skip_without_it(tmp_path: Path) -> None:
         "MEMORY_BENCH_DATA": str(tmp_path / "no-bench-data-here"),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", *ids],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", "-n", "0", *ids],
         cwd=REPO,
         env=env,
         capture_output=True,

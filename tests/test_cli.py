@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from memory_server import __version__
 from memory_server.cli import main
 from memory_server.files.scaffold import init_root
 
-COMMANDS = ["compress", "dream", "hook", "index", "init", "search", "serve", "status"]
+COMMANDS = ["compress", "dream", "hook", "hooks", "index", "init", "plugin", "search", "serve", "status"]
 
 
 def test_init_never_overwrites(tmp_path: Path):
@@ -202,11 +203,12 @@ def test_dream_show_into_head_ends_quietly(tmp_path: Path):
     assert "Traceback" not in shell.stderr, shell.stderr
 
 
-def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
+def _stderr_on_a_terminal(args: list[str], interrupt_at: str | None = None) -> tuple[int, str]:
+    """Run `args` with stderr on a terminal; with `interrupt_at`, press Ctrl-C (SIGINT) once that shows."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)
     os.close(follower)
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         try:
             data = os.read(leader, 4096)
@@ -215,18 +217,74 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
         if not data:
             break
         chunks.append(data)
+        if interrupt_at and interrupt_at.encode() in b"".join(chunks):
+            proc.send_signal(signal.SIGINT)
+            interrupt_at = None
     os.close(leader)
-    return proc.wait(120), b"".join(chunks).decode(errors="replace")
+    assert proc.stdout is not None
+    out = proc.stdout.read().decode(errors="replace")
+    proc.stdout.close()
+    return proc.wait(120), b"".join(chunks).decode(errors="replace") + out
 
 
-def test_progress_bars_on_a_terminal_only(root: Path):
+STAGES = ["opening the index", "reading files", "opening the vector index", "embedding", "writing"]
+
+
+def test_index_shows_each_stage_from_the_start_on_a_terminal_only(root: Path):
+    """On a terminal, `index` says what it is doing before it loads its heavy libraries (a few seconds), then
+    each stage with its count: reading, embedding, writing. Elsewhere (a pipe, a log) it prints none of that.
+    `-X importtime` writes each import to the same stderr, so the order shows what came first."""
     for i in range(30):
         write(root, f"topics/note{i}.md", f"# Note {i}\n\nGears and belts {i}.\n")
-    code, err = _stderr_on_a_terminal([*CLI, "index", "--keyword-only", "--root", str(root)])
+    code, err = _stderr_on_a_terminal(
+        [sys.executable, "-X", "importtime", "-m", "memory_server", "index", "--root", str(root)]
+    )
     assert code == 0, err
-    assert re.search(r"reading files\s+\[#+", err), err  # click's bar: label, then [####----]
+    first_heavy = min(err.index(f" {name}") for name in ("chromadb", "onnxruntime") if f" {name}" in err)
+    assert err.index("\ropening the index") < first_heavy, err[:3000]
+    shown = [err.index(f"\r{stage}") for stage in STAGES]  # each status line starts with a carriage return
+    assert shown == sorted(shown), [s for _, s in sorted(zip(shown, STAGES, strict=True))]
+    assert re.search(r"reading files 35/35", err) and re.search(r"embedding \d+/\d+", err), err[-2000:]
     done = run_cli("index", "--rebuild", "--keyword-only", "--root", str(root))
-    assert done.returncode == 0 and "[" not in done.stderr and "#" not in done.stderr
+    assert done.returncode == 0 and not any(stage in done.stderr for stage in STAGES), done.stderr
+
+
+def test_ctrl_c_during_index_says_what_was_kept(root: Path):
+    """Ctrl-C while `index` embeds: it stops, says what it kept (committed files, stored vectors, cached
+    embeddings) and how to go on, and exits 130; the next run embeds only what was not cached."""
+    for i in range(50):
+        body = "\n\n".join(
+            f"Paragraph {j} of note {i}: belts, gears and pulleys number {i * 10 + j}." for j in range(4)
+        )
+        write(root, f"topics/note{i}.md", f"# Note {i}\n\n{body}\n")
+    code, err = _stderr_on_a_terminal([*CLI, "index", "--root", str(root)], interrupt_at="embedding 64/")
+    assert code == 130, err
+    kept = re.search(
+        r"interrupted: the keyword index is up to date for (\d+) of \1 files; vectors of (\d+) of (\d+) "
+        r"chunks are stored; ([\d,]+) chunks embedded now are cached",
+        err,
+    )
+    assert kept, err[-1500:]
+    assert "Run `memory-server index` again" in err and "Traceback" not in err
+    total, cached = int(kept.group(3)), int(kept.group(4).replace(",", ""))
+    assert cached >= 64
+    again = run_cli("index", "--root", str(root))
+    assert again.returncode == 0, again.stderr
+    embedded = int(re.search(r"(\d+) chunks embedded", again.stdout).group(1))  # type: ignore[union-attr]
+    assert embedded <= total - cached, again.stdout
+
+
+def test_compress_all_outside_a_memory_root_is_one_message_and_exit_2(tmp_path: Path):
+    folder = tmp_path / "not-a-root"
+    transcripts = folder / "transcripts"
+    transcripts.mkdir(parents=True)
+    for n in range(3):
+        (transcripts / f"s{n}.jsonl").write_text('{"type": "user"}\n', encoding="utf-8")
+    done = run_cli("compress", "--all", str(transcripts), cwd=folder, env={"MEMORY_ROOT": ""})
+    assert done.returncode == 2, done
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "not a memory root" in done.stderr and "memory-server init" in done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["transcripts"], "nothing was written"
 
 
 def test_compress_command_and_the_session_end_hook(tmp_path: Path, root: Path):

@@ -79,6 +79,7 @@ def session(
 ) -> tuple[str, str]:
     body = [
         "---",
+        "format: 2",
         f"session_id: {sid}-0000-4000-8000-000000000000",
         "part: 1",
         f"started: 2026-01-0{day}T09:00:00Z",
@@ -93,7 +94,7 @@ def session(
         "",
         "## Requests",
         "",
-        *[f"- {r}" for r in requests],
+        *[f"- User: {r}" for r in requests],
         "",
         "## Files",
         "",
@@ -103,7 +104,7 @@ def session(
     if errors:
         body += ["## Errors and fixes", "", *[f"- {e}" for e in errors], ""]
     if decisions:
-        body += ["## Decisions", "", *[f"- {d}" for d in decisions], ""]
+        body += ["## Decisions", "", *[f"- User: {d}" for d in decisions], ""]
     body += ["## Open at the end", "", "- Nothing.", ""]
     return f"sessions/compressed/2026/2026-01-0{day}-{sid}-{slug}.md", "\n".join(body)
 
@@ -134,10 +135,16 @@ SESSIONS = [
             "We considered moving the CI to Buildkite, but we stay on GitHub Actions.",
         ),
     ),
-    session(6, "d4e5f6a7", "docs", "Write the README"),
+    session(
+        6, "d4e5f6a7", "docs", "Write the README", decisions=("Publish the docs to GitHub Pages from the docs branch.",)
+    ),
     session(7, "e5f6a7b8", "ci", "Fix the CI job", errors=(f"{YAML_ERROR} — fixed: `uv sync` before the tests",)),
     session(
-        8, "f6a7b8c9", "refactor", "Refactor the store", requests=("Go back to poetry, uv broke the release build",)
+        8,
+        "f6a7b8c9",
+        "refactor",
+        "Refactor the store",
+        requests=("Revert the GitHub Pages publishing, the docs are hosted on Read the Docs now",),
     ),
 ]
 
@@ -176,6 +183,8 @@ def good_items() -> list[dict[str, Any]]:
             "evidence": [
                 {"ref": ref(3, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
                 {"ref": ref(3, YAML_ERROR), "quote": "ran `.venv/bin/pytest`", "role": "fix"},
+                {"ref": ref(7, YAML_ERROR), "quote": YAML_ERROR, "role": "error"},
+                {"ref": ref(7, YAML_ERROR), "quote": "`uv sync` before the tests", "role": "fix"},
             ],
         },
     ]
@@ -226,30 +235,37 @@ def root(tmp_path: Path) -> Path:
 def test_good_items_become_a_diff_git_accepts_and_apply_makes_them_true(root: Path) -> None:
     before = snapshot(root)
     result = dream(root)
-    assert result.id and result.hunks == 2 and not result.refusals, result.message
+    # the second correction's line sits next to the first's: it waits, so each change is a hunk of its own
+    assert result.id and result.hunks == 2 and result.changes == 2 and not result.refusals, result.message
+    assert result.held_back == ["The lock file is `uv.lock`"]
     folder = root / "dreams" / result.id
     diff = (folder / "proposal.diff").read_text(encoding="utf-8")
     report = (folder / "REPORT.md").read_text(encoding="utf-8")
     assert snapshot(root) == before  # a proposal changes nothing
     assert "-- Install the dependencies with `poetry install` after pulling.\n" in diff
     assert "+- Install the dependencies with `uv sync` after pulling.\n" in diff
-    assert "+- The lock file `uv.lock` is committed.\n" in diff
+    assert "uv.lock" not in diff
     assert "+## Run the tests from the project's virtualenv: the system pytest lacks yaml\n" in diff
     assert f"+- Mistake: `{YAML_ERROR}` (`{ref(3, YAML_ERROR)}`)\n" in diff  # quoted as code: data
+    assert f"+  Fix: ``ran `.venv/bin/pytest` instead of the system pytest`` (`{ref(3, YAML_ERROR)}`)\n" in diff
     assert "2026-01-03-a1b2c3d4-fix-flaky-tests.md" in diff and "2026-01-07-e5f6a7b8-ci.md" in diff
-    # the report: per hunk the statement, stance, evidence with reference and date
-    assert "## Hunk 1: topics/lessons.md" in report and "## Hunk 2: topics/tooling.md" in report
-    assert f"`{ref(5, 'Switched from poetry')}` 2026-01-05" in report and "stance: adopted" in report
+    # the report: per change its statement, stance, and the record with speaker, reference and date
+    assert "## Change 1: Dependencies are installed with `uv sync`" in report
+    assert "## Change 2: Run the tests from the project's virtualenv" in report
+    assert f"`{ref(5, 'Switched from poetry')}` 2026-01-05, **the person**" in report and "stance: adopted" in report
+    assert "Second reading: not done yet." in report
     assert git(root, "init", "-q").returncode == 0
     check = git(root, "apply", "--check", "-v", str(folder / "proposal.diff"))
     assert check.returncode == 0, check.stderr
+    shutil.rmtree(root / ".git")  # an empty repository would make every name unknown
 
     os.chmod(root / "topics" / "tooling.md", 0o640)
-    applied = apply_proposal(root, clock=lambda: NOW)  # no id: the newest proposal with hunks to review
+    applied = apply_proposal(root, clock=lambda: NOW)  # no id: the newest proposal with changes to review
     assert applied["id"] == result.id and applied["files"] == ["topics/lessons.md", "topics/tooling.md"]
+    assert applied["changes"] == [1, 2]
     assert (root / "topics" / "tooling.md").stat().st_mode & 0o777 == 0o640  # permissions kept
     tooling = (root / "topics" / "tooling.md").read_text(encoding="utf-8")
-    assert "`uv sync` after pulling" in tooling and "`uv.lock`" in tooling and "poetry" not in tooling
+    assert "`uv sync` after pulling" in tooling and "poetry install" not in tooling and "`poetry.lock`" in tooling
     # git applying the same diff to the original gives the same bytes as our own apply
     by_git = root.parent / "by-git"
     shutil.copytree(root, by_git, ignore=shutil.ignore_patterns(".memory", ".git"))
@@ -259,10 +275,14 @@ def test_good_items_become_a_diff_git_accepts_and_apply_makes_them_true(root: Pa
     assert git(by_git, "apply", str(folder / "proposal.diff")).returncode == 0
     for rel in ("topics/tooling.md", "topics/lessons.md"):
         assert (by_git / rel).read_bytes() == (root / rel).read_bytes()
-    # every session was read: nothing new for a second pass
+    # the waiting change goes in the next pass, against the topic as it is now
+    second = dream(root, [good_items()[1]])
+    assert second.changes == 1 and not second.held_back, second.message
+    apply_proposal(root, clock=lambda: NOW)
+    assert "`uv.lock` is committed" in (root / "topics" / "tooling.md").read_text(encoding="utf-8")
     with pytest.raises(DreamError, match="nothing new"):
         dream(root)
-    assert [p["id"] for p in list_proposals(root)] == [result.id]
+    assert [p["id"] for p in list_proposals(root)] == [result.id, second.id]
 
 
 BAD: dict[str, tuple[dict[str, Any], str]] = {
@@ -311,7 +331,7 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
                 {"ref": ref(7, YAML_ERROR), "quote": "`uv sync` before the tests", "role": "fix"},
             ],
         },
-        "comes from another session",
+        "",  # refused: no fix of that failure is quoted, and the statement is not what its quotes say
     ),
 }
 
@@ -332,14 +352,14 @@ def test_a_bad_item_is_refused_by_name_with_its_reason_and_nothing_is_written(ro
 def test_a_decision_taken_back_in_a_later_session_is_refused(root: Path) -> None:
     item = {
         "kind": "decision",
-        "statement": "Dependencies are managed with uv",
+        "statement": "The docs are published to GitHub Pages",
         "stance": "adopted",
-        "target": {"topic": "topics/tooling.md", "section": "Dependencies"},
-        "evidence": [{"ref": ref(5, "Switched from poetry"), "quote": "Switched from poetry to uv"}],
+        "target": {"topic": "topics/deployment.md", "section": "Releases"},
+        "evidence": [{"ref": ref(6, "GitHub Pages"), "quote": "Publish the docs to GitHub Pages"}],
     }
     result = dream(root, [item])
     assert result.id is None and "takes it back later" in result.refusals[0], result.refusals
-    assert ref(8, "Go back to poetry") in result.refusals[0] and 'use stance "reverted"' in result.refusals[0]
+    assert ref(8, "Revert the GitHub Pages") in result.refusals[0] and 'use stance "reverted"' in result.refusals[0]
     # marked reverted, it is listed (not promoted)
     listed = dream(root, [{**item, "stance": "reverted"}])
     assert listed.hunks == 0 and "taken back later" in (root / "dreams" / str(listed.id) / "REPORT.md").read_text()
@@ -442,7 +462,10 @@ def test_a_rejected_hunk_is_not_proposed_again(root: Path) -> None:
     line = next(n for n, ln in enumerate(text.splitlines(), 1) if "Switched from poetry" in ln)
     items = [{**good_items()[0], "evidence": [{"ref": f"{rel}:{line}", "quote": SWITCH}]}]
     again = dream(root, items)
-    assert again.refusals == ["item 1: a person rejected this before; it is not proposed again"]
+    assert len(again.refusals) == 1 and again.refusals[0].startswith("item 1: a person rejected a change close to it")
+    # one word changed is still the same change
+    reworded = [{**items[0], "statement": "Dependencies get installed with `uv sync`"}]
+    assert dream(root, reworded).refusals[0].startswith("item 1: a person rejected a change close to it")
 
 
 def test_deterministic_given_the_same_inputs_and_clock(tmp_path: Path) -> None:
@@ -579,8 +602,8 @@ def test_run_alone_proposes_the_repeated_error_and_rewrites_no_topic_line(root: 
     removed = [ln for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert removed == []  # "switched from poetry to uv" is the agent's to judge: no line rewritten
     assert "poetry" not in diff and "uv.lock" not in diff
-    assert f"+## Repeated error (in 2 sessions): `{YAML_ERROR}`" in diff
-    assert "+- Fix: `ran `.venv/bin/pytest` instead" in diff.replace("``", "`")
+    assert f"+## Repeated error: `{YAML_ERROR}`" in diff
+    assert "+  Fix: `ran `.venv/bin/pytest` instead" in diff.replace("``", "`")
     report = (root / "dreams" / result.id / "REPORT.md").read_text()
     assert "without an agent" in report
 
@@ -614,7 +637,7 @@ def test_two_runs_at_once_one_proposal_and_clean_state(root: Path) -> None:
     assert sum("hunk proposed" in out for out, _err, _code in outs) == 1, outs
     assert len(list_proposals(root)) == 1
     state = json.loads((root / ".memory" / "dream-state.json").read_text())
-    assert len(state["processed"]) == len(SESSIONS)
+    assert len(state["run_read"]) == len(SESSIONS) and not state["processed"]  # left for the agent's /dream
 
 
 def test_a_held_lock_makes_run_exit_with_a_clear_message(root: Path) -> None:
@@ -654,17 +677,19 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "refused: item 4: the evidence only asks or supposes" in capsys.readouterr().out
     assert cli_main(["dream", "propose", str(write_items(root, good_items())), "--keyword-only", *r]) == 0
     out = capsys.readouterr().out
-    assert "2 hunks proposed" in out
+    assert "2 changes in 2 hunks proposed" in out
     pid = out.split()[1].rstrip(":")
     assert cli_main(["dream", "show", *r]) == 0
     out = capsys.readouterr().out
     assert f"proposal {pid} (pending" in out and "apply cleanly" in out and "diff --git" in out
-    assert cli_main(["dream", "reject", "--hunks", "1", *r]) == 0  # no id: the newest to review
-    assert f"rejected hunk(s) 1 of {pid}" in capsys.readouterr().out
-    assert cli_main(["dream", "apply", pid, "--hunks", "1", *r]) == 2
-    assert "hunk 1 of proposal" in capsys.readouterr().err
+    assert "change 1 [pending] (hunks 2): Dependencies are installed with `uv sync`" in out
+    assert "second reading: not done" in out
+    assert cli_main(["dream", "reject", "--changes", "2", *r]) == 0  # no id: the newest to review
+    assert f"rejected change(s) 2 of {pid}" in capsys.readouterr().out
+    assert cli_main(["dream", "apply", pid, "--changes", "2", *r]) == 2
+    assert "was already rejected" in capsys.readouterr().err
     assert cli_main(["dream", "apply", *r]) == 0
-    assert f"applied hunk(s) 2 of {pid}" in capsys.readouterr().out
+    assert f"applied change(s) 1 of {pid}" in capsys.readouterr().out
     assert cli_main(["dream", "status", "--json", *r]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["due"] is False and status["proposals_to_review"] == []
@@ -676,8 +701,9 @@ def test_the_skill_may_run_only_gather_propose_show_and_status() -> None:
     skill = Path(__file__).resolve().parents[1] / "plugin" / "skills" / "dream" / "SKILL.md"
     head = skill.read_text(encoding="utf-8").split("---")[1]
     allowed = next(ln for ln in head.splitlines() if ln.startswith("allowed-tools:"))
+    launcher = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-server"'  # the plugin's launcher: never a memory-server on PATH
     for sub in ("gather", "propose", "show", "status"):
-        assert f"Bash(memory-server dream {sub}:*)" in allowed
+        assert f"Bash({launcher} dream {sub}:*)" in allowed
     assert "dream:*" not in allowed and "apply" not in allowed and "reject" not in allowed
     assert "Edit" not in allowed.replace("Edit(", "")  # no free editing: the program renders the diff
 
@@ -706,36 +732,65 @@ def test_what_a_sentence_commits_to(sentence: str, kind: str) -> None:
     assert classify(sentence) == kind
 
 
-def test_a_reversal_is_a_sentence_that_says_so_and_names_the_item() -> None:
-    from memory_server.dream.stance import reverses
+def _session(base: str, turns: list[tuple[int, str, str, str]]) -> Any:
+    """A hand-made session record: (line, speaker, kind, text) turns."""
+    from memory_server.dream.record import SessionRecord, Turn
 
-    text = "I'd say ENT-241 can be deprioritised. Want me to close it? We use git for the index."
-    assert reverses(text, ["git", "index"]) is None  # the only "close it" is a question
-    assert reverses("Tests pass. We switched back to poetry, uv broke the build.", ["uv"]) == (
-        "We switched back to poetry, uv broke the build."
+    made = [Turn(f"{base}:{n}", n, "2026-01-05", 0.0, who, kind, text) for n, who, kind, text in turns]
+    return SessionRecord(f"sessions/{base}.md", "transcript", base, "2026-01-05", 0.0, made)
+
+
+def test_a_reversal_is_a_sentence_that_says_so_and_names_the_item() -> None:
+    from memory_server.dream.items import Quote
+    from memory_server.dream.locate import Recorded
+    from memory_server.dream.reversals import later_mentions
+
+    s = _session(
+        "transcript:t",
+        [
+            (1, "person", "request", "We switched the lock handling to uv for the release build."),
+            (2, "agent", "reply", "Done. Want me to revert the uv release build later? We use git for the index."),
+            (3, "person", "request", "Tests pass, thanks."),
+            (4, "agent", "reply", "We switched back to poetry."),
+            (5, "person", "request", "We switched back to poetry, uv broke the build."),
+        ],
     )
-    assert reverses("We switched back to poetry.", ["uv"]) is None  # does not name the item
-    assert reverses("Reverted: git status and the index again.", ["git", "status", "index", "worktree"], 2)
+    recorded = Recorded([s])
+    located = [recorded.locate(Quote("transcript:t:1", "switched the lock handling to uv"))]
+    later = later_mentions("Release builds use uv", located, [s], {"transcript:t": 0})
+    # the question at 2 reverts nothing; 4 does not name uv; 5 takes it back
+    assert later.reversal is not None and later.reversal.ref == "transcript:t:5", later
+    assert [m.ref for m in later.mentions] == ["transcript:t:2", "transcript:t:5"]
+    # a later "thanks" cited as well does not hide the revert after the decision
+    located.append(recorded.locate(Quote("transcript:t:3", "Tests pass, thanks.")))
+    assert later_mentions("Release builds use uv", located, [s], {"transcript:t": 0}).reversal is not None
 
 
 def test_a_name_exists_when_the_project_has_it_not_when_only_the_memory_says_it(tmp_path: Path) -> None:
-    from memory_server.dream.identifiers import GitTree
+    from memory_server.dream.names import GitTree
 
     project = tmp_path / "project"
     root = project / "memory"
     init_root(root)
     (root / "topics" / "design.md").write_text("# Design\n\n- `GhostThing` keeps the cache.\n")
     (project / "src").mkdir()
-    (project / "src" / "cache.go").write_text("type RealThing struct{}\n")
+    (project / "src" / "cache.go").write_text("// CommentThing is only named here.\ntype RealThing struct{}\n")
+    (project / "src" / "load.go").write_text('package src\n\nfunc LoadAll() { println("StringThing") }\n')
     assert git(project, "init", "-q").returncode == 0 and git(project, "add", "-A").returncode == 0
     tree = GitTree(root)
-    assert tree.exists("RealThing") and tree.exists("src/cache.go") and tree.exists("src/")
-    assert tree.exists("GhostThing") is False  # only a topic names it
-    assert GitTree(tmp_path / "elsewhere").exists("RealThing") is None  # outside a git tree: cannot tell
+    assert tree.problem("RealThing") is None and tree.problem("src/cache.go") is None
+    assert tree.problem("src/") is None and tree.problem("RealThing", "src/cache.go") is None
+    assert "is not in `src/load.go`" in str(tree.problem("RealThing", "src/load.go"))  # where it lives counts
+    assert tree.problem("GhostThing") is not None  # only a topic names it
+    assert tree.problem("CommentThing") is not None  # only a comment names it
+    assert tree.problem("StringThing") is not None  # only a string names it
+    assert tree.problem("Load") is not None  # whole words: `LoadAll` is not `Load`
+    assert tree.problem("src.LoadAll") is None and tree.problem("cache.LoadAll") is not None  # package and name
+    assert GitTree(tmp_path / "elsewhere").problem("RealThing") is None  # outside a git tree: cannot tell
 
 
 def test_stance_is_judged_on_the_whole_sentence_a_quote_was_cut_from() -> None:
-    from memory_server.dream.stance import sentence_of
+    from memory_server.dream.locate import sentence_of
 
     text = "Fixed it. Hmm, we replaced go-git with git status, could this be related? v1.2 is out."
     assert sentence_of(text, "we replaced go-git") == "Hmm, we replaced go-git with git status, could this be related?"
@@ -844,10 +899,17 @@ def test_held_back_items_wait_in_the_state_and_the_next_gather_lists_them_first(
     assert second.changes == 1 and len(second.held_back) == 1, second.message
     assert dream_status(root, clock=lambda: NOW)["waiting_items"] == 1
     # a waiting item the pack listed and the agent left out stops waiting (the report says so)
+    rel, text = session(9, "a9b8c7d6", "output", "Output", decisions=("Command output is plain text by default.",))
+    (root / rel).write_text(text, encoding="utf-8")
     gather(root, clock=lambda: NOW + 120)
-    third = propose(
-        root, write_items(root, [fact("Command output is plain text by default.", "Tests")]), clock=lambda: NOW + 180
-    )
+    item = fact("Command output is plain text by default.", "Tests")
+    item["evidence"] = [
+        {
+            "ref": f"{rel}:{text.splitlines().index('- User: Command output is plain text by default.') + 1}",
+            "quote": "Command output is plain text by default.",
+        }
+    ]
+    third = propose(root, write_items(root, [item]), clock=lambda: NOW + 180)
     assert third.changes == 1 and dream_status(root, clock=lambda: NOW)["waiting_items"] == 0
     assert "was not resubmitted, so it no longer waits" in (root / "dreams" / str(third.id) / "REPORT.md").read_text()
 
@@ -865,7 +927,7 @@ def test_the_limit_counts_changes_not_hunks_and_follows_the_agents_order(root: P
     lines = [n for n, ln in enumerate(spread.splitlines(), 1) if "poetry install" in ln]
     (root / "memory.yaml").write_text("dream:\n  max_hunks: 2\n", encoding="utf-8")
     items = [
-        fact("Command output is plain text by default.", "Tests"),
+        fact("Command output is plain text by default.", "Releases", topic="topics/deployment.md"),
         {
             **good_items()[0],
             "replaces": {"lines": [f"topics/tooling.md:{n}" for n in lines], "old": "poetry install", "new": "uv sync"},
@@ -880,15 +942,17 @@ def test_the_limit_counts_changes_not_hunks_and_follows_the_agents_order(root: P
     assert result.held_back == [good_items()[2]["statement"]]
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     assert f"2 changes in {result.hunks} hunks" in report
-    assert "One change over hunks " + ", ".join(map(str, correction)) in report
+    assert "- Hunks: " + ", ".join(f"{n} (`topics/tooling.md`)" for n in correction) in report
     assert "in the order given" in report
 
 
-def test_two_items_in_one_hunk_are_named_in_the_report(root: Path) -> None:
+def test_two_items_whose_lines_would_share_a_hunk_are_two_changes_the_second_waits(root: Path) -> None:
+    """One change never shares a hunk with another: each can be applied or rejected alone."""
     items = [fact("Command output is plain text by default.", "Tests"), fact("JSON output only with --json.", "Tests")]
     result = dream(root, items)
-    assert result.changes == 2 and result.hunks == 1
-    assert "This hunk carries 2 items" in (root / "dreams" / str(result.id) / "REPORT.md").read_text()
+    assert result.changes == 1 and result.hunks == 1 and result.held_back == ["JSON output only with --json."]
+    report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
+    assert "its lines would sit next to another change's" in report
 
 
 def test_an_item_that_would_show_no_line_of_its_own_waits_instead(root: Path) -> None:
@@ -902,7 +966,7 @@ def test_an_item_that_would_show_no_line_of_its_own_waits_instead(root: Path) ->
     result = dream(root, [first, second])
     assert result.changes == 1 and result.held_back == [second["statement"]], result.message
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
-    assert "changes lines another item of this proposal changes" in report
+    assert "changes lines another change of this proposal changes" in report
 
 
 SETTINGS_TOPIC = """\

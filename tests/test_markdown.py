@@ -313,7 +313,8 @@ def test_every_chunk_reads_back_from_its_lines_and_no_text_is_lost(shapes, front
 
 
 def test_the_repository_topics_read_back_exactly():
-    for path in sorted((REPO / "topics").glob("*.md")) + [REPO / "README.md", REPO / "CLAUDE.md"]:
+    docs = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md", REPO / "CLAUDE.md", REPO / "CONTRIBUTING.md"]
+    for path in sorted((REPO / "topics").glob("*.md")) + docs:
         text = path.read_text(encoding="utf-8")
         doc = parse_document(f"topics/{path.name}", "topic", text)
         assert doc.chunks, path

@@ -1,21 +1,26 @@
 """The repository as a Claude Code plugin, checked with the real clients.
 
-The plugin is the `plugin/` folder (manifest, MCP config, hooks, skill); `.claude-plugin/marketplace.json` at
-the top points at it, so the repository (itself a memory root, with its own CLAUDE.md) is not the plugin.
+The plugin is the `plugin/` folder (manifest, MCP config, hooks, skill, and the launcher `bin/memory-server`);
+`.claude-plugin/marketplace.json` at the top points at it, so the repository (itself a memory root, with its own
+CLAUDE.md) is not the plugin. `memory-server plugin install` copies it to a folder of its own and records the
+installation it runs; these tests check that the plugin, its hooks and its skill run exactly that installation,
+found without PATH, while another program named `memory-server` sits first on PATH and must never run.
 
 Claude Code's CLI (`@anthropic-ai/claude-code`) and the MCP Inspector (`@modelcontextprotocol/inspector`) come
 from npm. `.ci/run` installs them once into `.ci-node/` (git-ignored), and the newest Claude Code checked
 into `.ci-node/newest/`:
 
     npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 @modelcontextprotocol/inspector@0.21.2
-    npm install --prefix .ci-node/newest @anthropic-ai/claude-code@2.1.330
+    npm install --prefix .ci-node/newest @anthropic-ai/claude-code@2.1.332
 
 Set MEMORY_SERVER_NODE_PREFIX to use another prefix; otherwise `claude` and `mcp-inspector` on PATH are used.
 When a client is missing these tests fail (they never skip) and say how to install it.
 
 Every `claude` run gets a throwaway HOME (never the real ~/.claude), a clean environment (no MEMORY_ROOT or
 CLAUDE_* variables leak in), no standard input, and Claude Code's telemetry and update checks turned off.
-Nothing here needs the network: the health checks, the validator and the Inspector talk to local processes.
+Nothing here needs the network: the health checks, the validator and the Inspector talk to local processes,
+and a real session (`claude -p`, which runs the hooks) points at an API address where nothing listens, with
+no retries, so its one model call fails at once.
 """
 
 from __future__ import annotations
@@ -42,18 +47,31 @@ INSTALL_HINT = (
     "install them with `npm install --prefix .ci-node @anthropic-ai/claude-code@2.1.197 "
     "@modelcontextprotocol/inspector@0.21.2` (what .ci/run does), or put `claude` and `mcp-inspector` on PATH"
 )
-NEWEST_CLAUDE = "2.1.330"
+NEWEST_CLAUDE = "2.1.332"
 NEWEST_HINT = f"install it with `npm install --prefix .ci-node/newest @anthropic-ai/claude-code@{NEWEST_CLAUDE}`"
-ROOT_RULE = '--root "${MEMORY_ROOT:-${CLAUDE_PROJECT_DIR}}"'  # hooks and skill: $MEMORY_ROOT, else the project
-# The server: $MEMORY_ROOT, else the folder Claude Code starts it in (the project directory).
-MCP_ARGS = ["serve", "--root", "${MEMORY_ROOT:-.}"]
-README_INIT = ".venv/bin/memory-server init --root ~/notes/memory"
-README_ADD = 'claude mcp add --scope user memory -- "$PWD/.venv/bin/memory-server" serve --root ~/notes/memory'
+LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-server"'  # how the /dream skill runs memory-server
+SKILL_ROOT_RULE = '--root "${MEMORY_ROOT:-${CLAUDE_PROJECT_DIR}}"'  # the skill's commands run in the Bash tool
+README_PLUGIN = [
+    "python3 -m venv .venv && .venv/bin/pip install -e .",
+    ".venv/bin/memory-server plugin install",
+    ".venv/bin/memory-server init --root ~/src/myapp",
+]
+README_MCP_ADD = [
+    ".venv/bin/memory-server init --root ~/notes/memory",
+    'claude mcp add --scope user memory -- "$PWD/.venv/bin/memory-server" serve --root ~/notes/memory',
+    ".venv/bin/memory-server hooks install --scope user --root ~/notes/memory",
+]
 PLUGIN_SERVER = "plugin:memory-server:memory"
+PLUGIN_ID = "memory-server@memory-server"
+RECORD = "bin/installation.json"  # beside the launcher: the installation the plugin runs
+LAUNCHER_EXEC_LINE = "'''exec' python3 \"$0\" \"$@\""  # the launcher's first line before `plugin install`
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
 SESSION_ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
 HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end", "PreCompact": "pre-compact"}
+# A real session that reaches no model: its hooks run, its one API call fails at once (no retries).
+NO_MODEL = {"ANTHROPIC_API_KEY": "not-a-key", "CLAUDE_CODE_MAX_RETRIES": "0"}
+SESSION_PROMPT = "Remember that printer error E-4242 means the belt tension is out of range."
 
 
 # -- the clients ----------------------------------------------------------------------------------------
@@ -204,22 +222,94 @@ def make_root(path: Path, server_bin: Path, env: dict[str, str]) -> Path:
     return path
 
 
+# -- another program named memory-server, and the plugin as `plugin install` lays it out ---------------------
+
+
+@pytest.fixture
+def other_program(tmp_path: Path) -> Path:
+    """A folder holding another program named `memory-server` (mcp-memory-service installs one). Put first on
+    PATH, it must never run: it notes each run in `other-program-ran` beside the folder."""
+    folder = tmp_path / "other-bin"
+    folder.mkdir()
+    script = folder / "memory-server"
+    script.write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path / "other-program-ran"}"\nexit 3\n', encoding="utf-8")
+    script.chmod(0o755)
+    return folder
+
+
+def other_program_runs(other_program: Path) -> str:
+    ran = other_program.parent / "other-program-ran"
+    return ran.read_text(encoding="utf-8") if ran.exists() else ""
+
+
+def path_without_memory_server(claude_bin: str) -> str:
+    """PATH with `claude` and `node` but no `memory-server`, as on a machine where it was never put on PATH."""
+    folders = [str(Path(claude_bin).parent)]
+    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        if folder and not (Path(folder) / "memory-server").exists():
+            folders.append(folder)
+    return os.pathsep.join(folders)
+
+
+def user_env(home: Path, claude_bin: str, other_program: Path, **extra: str) -> dict[str, str]:
+    """The person's shell: the other `memory-server` first on PATH, then `claude`, and never this one."""
+    env = base_env(home, **extra)
+    env["PATH"] = os.pathsep.join([str(other_program), path_without_memory_server(claude_bin)])
+    return env
+
+
+def installation_python() -> Path:
+    """The installation under test: this Python (a virtual environment's own)."""
+    return Path(sys.executable).absolute()
+
+
+def launcher_python() -> Path:
+    """The Python `plugin install` records to run the launcher: the installation's base interpreter."""
+    return Path(getattr(sys, "_base_executable", None) or sys.executable).absolute()
+
+
+def built_plugin(tmp_path: Path) -> Path:
+    """The plugin as `memory-server plugin install` lays it out, recording the installation under test."""
+    from memory_server.claude_code.plugin_files import plugin_source
+    from memory_server.claude_code.plugin_install import build_marketplace
+
+    folder = tmp_path / "claude-plugin"
+    build_marketplace(folder, plugin_source(), launcher_python(), installation_python())
+    return folder / "plugin"
+
+
+def configure_inline(home: Path) -> None:
+    """`claude --plugin-dir` loads a plugin as memory-server@inline: give it the option `plugin install` sets."""
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    options = {"python": str(launcher_python())}
+    settings.write_text(json.dumps({"pluginConfigs": {"memory-server@inline": {"options": options}}}), encoding="utf-8")
+
+
+def real_session(claude_bin: str, project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A real Claude Code session in `project` (`claude -p`): its hooks run; its model call fails at once."""
+    return run([claude_bin, "-p", SESSION_PROMPT], cwd=project, env={**env, **NO_MODEL})
+
+
 # -- the manifests --------------------------------------------------------------------------------------
 
 
-def test_plugin_validate_strict_passes(any_claude_bin: str, home: Path) -> None:
-    """`claude plugin validate --strict` on the marketplace (the repository) and on the plugin folder, with the
-    pinned and the newest Claude Code. The newest refuses a CLAUDE.md at a plugin's root: the repository's own
-    CLAUDE.md (it is a memory root) is outside the plugin."""
+def test_plugin_validate_strict_passes(any_claude_bin: str, home: Path, tmp_path: Path) -> None:
+    """`claude plugin validate --strict` on the marketplace (the repository), on the plugin folder, and on the
+    marketplace `plugin install` writes, with the pinned and the newest Claude Code. The newest refuses a
+    CLAUDE.md at a plugin's root: the repository's own CLAUDE.md (it is a memory root) is outside the plugin."""
     assert (PLUGIN / "skills" / "dream" / "SKILL.md").is_file(), "the plugin ships the /dream skill"
-    for target in (".", "plugin"):
+    installed = built_plugin(tmp_path).parent
+    for target in (str(REPO), str(PLUGIN), str(installed)):
         result = run([any_claude_bin, "plugin", "validate", target, "--strict"], cwd=REPO, env=base_env(home))
         assert result.returncode == 0 and "Validation passed" in result.stdout, show(result)
         assert "CLAUDE.md" not in result.stdout, show(result)
     assert not (PLUGIN / "CLAUDE.md").exists()
 
 
-def test_manifests_agree() -> None:
+def test_manifests_agree(tmp_path: Path) -> None:
+    from memory_server.claude_code.plugin_install import marketplace_manifest
+
     plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
     market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
     (entry,) = [p for p in market["plugins"] if p["name"] == plugin["name"]]
@@ -227,61 +317,90 @@ def test_manifests_agree() -> None:
     assert entry.get("version", plugin["version"]) == plugin["version"]
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert f'version = "{plugin["version"]}"' in pyproject, "plugin.json's version follows pyproject.toml"
+    written = marketplace_manifest(plugin)
+    assert written["name"] == market["name"] and PLUGIN_ID == f"{plugin['name']}@{market['name']}"
+    assert written["plugins"] == [{**entry, "description": plugin["description"]}], written
 
 
-# -- one root for the server, the hooks and the skill ---------------------------------------------------
-
-
-def declared_hooks() -> dict[str, list[dict[str, Any]]]:
-    data = json.loads((PLUGIN / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+def declared_hooks(plugin: Path = PLUGIN) -> dict[str, list[dict[str, Any]]]:
+    data = json.loads((plugin / "hooks" / "hooks.json").read_text(encoding="utf-8"))
     out: dict[str, list[dict[str, Any]]] = {}
     for event, groups in data["hooks"].items():
         out[event] = [hook for group in groups for hook in group["hooks"]]
     return out
 
 
-def test_server_hooks_and_skill_take_the_same_root() -> None:
-    """$MEMORY_ROOT when the user sets it, else the project directory: the same rule everywhere."""
+SHELL_SYNTAX = re.compile(r"\$\{[A-Za-z_]+:[-=+?]|\$[A-Za-z_(]|`")  # ${X:-y}, $X, $(...), backquotes
+
+
+def test_every_command_runs_the_launcher_without_a_shell() -> None:
+    """The server and the hooks run the launcher with the Python `plugin install` records (exec form: no shell,
+    no shell syntax, so they run where bash is not the shell); the /dream skill runs the launcher itself. None
+    names a bare `memory-server`, which PATH would resolve, perhaps to another program."""
+    plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    assert plugin["userConfig"]["python"]["type"] == "string"
     mcp = json.loads((PLUGIN / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
     assert list(mcp) == ["memory"]
-    assert mcp["memory"]["command"] == "memory-server"
-    assert mcp["memory"]["args"] == MCP_ARGS
+    assert mcp["memory"] == {
+        "command": "${user_config.python}",
+        "args": ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "serve"],
+    }
 
     hooks = declared_hooks()
     assert set(hooks) == set(HOOK_EVENTS)
     for event, sub in HOOK_EVENTS.items():
         (hook,) = hooks[event]
-        assert hook["type"] == "command"
-        assert hook["command"] == f"memory-server hook {sub} {ROOT_RULE}"
+        assert hook["type"] == "command" and hook["command"] == "${user_config.python}"
+        assert hook["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "hook", sub], hook
+        assert not SHELL_SYNTAX.search(json.dumps(hook)), hook
         assert 0 < hook["timeout"] <= 60
+
+    launcher = PLUGIN / "bin" / "memory-server"
+    assert os.access(launcher, os.X_OK) and LAUNCHER_EXEC_LINE in launcher.read_text(encoding="utf-8")
 
     skill = (PLUGIN / "skills" / "dream" / "SKILL.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```(?:bash|sh|shell)?\n(.*?)^```", skill, flags=re.M | re.S)
     lines = [line.strip() for block in blocks for line in block.splitlines()]
-    commands = [line for line in lines if line.startswith("memory-server")]
+    commands = [line for line in lines if "memory-server" in line]
     assert commands, "the /dream skill tells the agent which memory-server commands to run"
+    allowed = re.search(r"^allowed-tools: (.*)$", skill, flags=re.M)
+    assert allowed, "the skill declares the commands it may run"
     for command in commands:
-        assert ROOT_RULE in command, (
-            f"the /dream skill runs `{command}`; every memory-server command it runs must pass {ROOT_RULE} "
+        assert command.startswith(f"{LAUNCHER} dream "), f"the /dream skill runs `{command}`, not the launcher"
+        assert SKILL_ROOT_RULE in command, (
+            f"the /dream skill runs `{command}`; every memory-server command it runs must pass {SKILL_ROOT_RULE} "
             "(Claude Code replaces ${CLAUDE_PROJECT_DIR} in a skill with the project directory) so that it "
             "works on the same root as the server and the hooks"
         )
+        sub = command.split()[2]
+        assert f"Bash({LAUNCHER} dream {sub}:*)" in allowed.group(1), f"allowed-tools does not cover `{command}`"
+    assert re.search(r"(?<![/\w])memory-server dream", skill.replace(LAUNCHER, "")) is None, (
+        "the skill names a bare `memory-server`"
+    )
 
 
-def test_plugin_server_connects_in_the_repository(claude_bin: str, server_bin: Path, home: Path) -> None:
-    """`claude --plugin-dir plugin mcp list`, run in the repository (itself a memory root)."""
-    result = run([claude_bin, "--plugin-dir", "plugin", "mcp", "list"], cwd=REPO, env=base_env(home))
+def test_plugin_server_connects_in_the_repository(
+    claude_bin: str, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """`claude --plugin-dir plugin mcp list`, run in the repository (itself a memory root): the clone's plugin
+    folder, never installed, runs the clone's own .venv, not the `memory-server` first on PATH."""
+    assert (REPO / ".venv" / "bin" / "python").is_file(), "the README's commands make the clone's .venv"
+    env = user_env(home, claude_bin, other_program)
+    result = run([claude_bin, "--plugin-dir", "plugin", "mcp", "list"], cwd=REPO, env=env)
     assert result.returncode == 0, show(result)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
+    assert other_program_runs(other_program) == ""
 
 
 def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
-    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
 ) -> None:
-    env = base_env(home)
+    env = user_env(home, claude_bin, other_program)
     project = make_root(tmp_path / "project", server_bin, env)
     elsewhere = make_root(tmp_path / "notes", server_bin, env)
+    plugin = built_plugin(tmp_path)
+    configure_inline(home)
     # The server logs the root it serves before it answers the handshake (the health check ends right after).
     server_log = Path(".memory") / "logs" / "server.log"
 
@@ -289,30 +408,32 @@ def test_plugin_server_root_is_the_project_unless_memory_root_is_set(
         log_file = root / server_log
         return log_file.is_file() and f"serving {root.resolve()}\n" in log_file.read_text(encoding="utf-8")
 
-    result = run([claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"], cwd=project, env=env)
+    result = run([claude_bin, "--plugin-dir", str(plugin), "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
     assert "✔ Connected" in line, show(result)
-    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
+    assert line.startswith(f"{PLUGIN_SERVER}: {launcher_python()} {plugin}/bin/memory-server serve "), line
     assert served(project), "the server opened the project directory as its root"
     assert not served(elsewhere)
 
     result = run(
-        [claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"],
+        [claude_bin, "--plugin-dir", str(plugin), "mcp", "list"],
         cwd=project,
-        env=base_env(home, MEMORY_ROOT=str(elsewhere)),
+        env={**env, "MEMORY_ROOT": str(elsewhere)},
     )
-    line = server_line(result.stdout, PLUGIN_SERVER)
-    assert "✔ Connected" in line, show(result)
-    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root {elsewhere} "), line
+    assert "✔ Connected" in server_line(result.stdout, PLUGIN_SERVER), show(result)
     assert served(elsewhere), "the server opened $MEMORY_ROOT"
+    assert other_program_runs(other_program) == ""
 
 
 def readme_block(section: str, n: int = 0) -> list[str]:
-    """The lines of the `n`th ```bash block under the README heading `section`."""
+    """The lines of the `n`th ```bash block under the README heading `section` (a `##` or `###` heading),
+    up to the next heading."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index(f"\n## {section}\n")
-    end = readme.find("\n## ", start + 1)
-    blocks = re.findall(r"^```bash\n(.*?)^```", readme[start:end], flags=re.M | re.S)
+    heading = re.search(rf"^#{{2,3}} {re.escape(section)}\n", readme, flags=re.M)
+    assert heading, f"the README has no heading {section!r}"
+    following = re.search(r"^#{2,3} ", readme[heading.end() :], flags=re.M)
+    end = heading.end() + following.start() if following else len(readme)
+    blocks = re.findall(r"^```bash\n(.*?)^```", readme[heading.end() : end], flags=re.M | re.S)
     return [line for line in blocks[n].splitlines() if line.strip()]
 
 
@@ -325,26 +446,26 @@ def fake_clone(tmp_path: Path, server_bin: Path) -> Path:
     return clone
 
 
-def path_without_memory_server(claude_bin: str) -> str:
-    """PATH with `claude` and `node` but no `memory-server`, as on a machine where it was never put on PATH."""
-    folders = [str(Path(claude_bin).parent)]
-    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
-        if folder and not (Path(folder) / "memory-server").exists():
-            folders.append(folder)
-    return os.pathsep.join(folders)
+def sessions_recorded(root: Path, timeout: float = HOOK_WAIT_SECONDS) -> list[Path]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sessions_in(root)
+        if found:
+            return found
+        time.sleep(0.2)
+    return []
 
 
-def test_readme_use_it_lines_register_for_every_project(
-    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path
+def test_readme_mcp_add_lines_register_for_every_project_and_record_sessions(
+    any_claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
 ) -> None:
-    """The README's two lines, run by a shell in the clone as a user types them, with `memory-server` not on
-    PATH (a venv install on a machine with only Python); then `claude mcp list` in another project."""
-    lines = readme_block("Use it from Claude Code")
-    assert lines == [README_INIT, README_ADD], lines
+    """The README's `claude mcp add` lines, run by a shell in the clone as a user types them, with another
+    `memory-server` first on PATH: the server connects in another project, and a real session there is
+    recorded into the root by the hooks `hooks install` added (so this route fills its memory too)."""
+    lines = readme_block("Or register the server with `claude mcp add`")
+    assert lines == README_MCP_ADD, lines
     clone = fake_clone(tmp_path, server_bin)
-    env = base_env(home)
-    env["PATH"] = path_without_memory_server(claude_bin)
-    assert shutil.which("memory-server", path=env["PATH"]) is None
+    env = user_env(home, any_claude_bin, other_program)
     for line in lines:
         result = run(line, cwd=clone, env=env, shell=True)
         assert result.returncode == 0, f"`{line}`: {show(result)}"
@@ -353,93 +474,107 @@ def test_readme_use_it_lines_register_for_every_project(
 
     project = tmp_path / "some-project"  # --scope user: every project sees it, not only the clone
     project.mkdir()
-    result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    result = run([any_claude_bin, "mcp", "list"], cwd=project, env=env)
     assert result.returncode == 0, show(result)
     line = server_line(result.stdout, "memory")
     assert line.startswith(f"memory: {clone}/.venv/bin/memory-server serve --root {root} "), line
     assert "✔ Connected" in line, show(result)
 
+    real_session(any_claude_bin, project, env)
+    recorded = sessions_recorded(root)
+    assert recorded, f"no session recorded in {root}; settings: {(home / '.claude' / 'settings.json').read_text()}"
+    assert "E-4242" in recorded[0].read_text(encoding="utf-8")
+    assert sessions_in(project) == []
+    assert other_program_runs(other_program) == ""
+
+    removed = run(f"{clone}/.venv/bin/memory-server hooks uninstall --scope user", cwd=clone, env=env, shell=True)
+    assert removed.returncode == 0 and "removed" in removed.stdout, show(removed)
+    assert "hooks" not in json.loads((home / ".claude" / "settings.json").read_text(encoding="utf-8"))
+
 
 def test_readme_install_path_needs_only_python() -> None:
-    """No placeholder to fill in, and no installer a fresh machine lacks (pipx, uv): a venv in the clone."""
+    """No placeholder to fill in, and no installer a fresh machine lacks (pipx, uv): a venv in the clone. The
+    git-URL route (pip or pipx) is there too, for those who do not clone."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "<repository URL>" not in readme
-    install = readme[readme.index("\n## Set-up: two commands\n") : readme.index("\n## Where memory lives\n")]
+    install = readme[readme.index("\n## Set-up: two commands\n") : readme.index("\n## Claude Code\n")]
     commands = "\n".join(re.findall(r"^```bash\n(.*?)^```", install, flags=re.M | re.S))
     assert "pipx" not in commands and "uv tool" not in commands, commands
-    assert readme_block("Install as a Claude Code plugin")[0] == "python3 -m venv .venv && .venv/bin/pip install -e ."
+    assert readme_block("Install as a Claude Code plugin") == README_PLUGIN
+    assert readme_block("Install as a Claude Code plugin", 2)[0].startswith('pipx install "git+$REPO_URL"')
 
 
-def test_readme_plugin_install_from_a_clone(claude_bin: str, server_bin: Path, home: Path, tmp_path: Path) -> None:
-    """The README's plugin lines, run by a shell in a clone: link the server onto PATH, add the marketplace,
-    install the plugin; then the plugin's server connects in a project.
-
-    The clone is made of the files git would check out (tracked, plus new files not ignored), plus what an
-    install leaves in a clone (a venv, `build/`, `*.egg-info`): none of that may reach the plugin cache.
-    """
+def test_readme_plugin_lines_run_in_one_shell(
+    any_claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """The README's plugin lines, run one after the other by a shell in the clone, in a shell whose PATH has
+    another `memory-server` first and never this one (a fresh ~/.local/bin is not on PATH until the next
+    login): `claude mcp list` then shows the plugin's server connected in the project, a real session there is
+    recorded by the plugin's hooks, and the other program never runs."""
     clone = fake_clone(tmp_path, server_bin)
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode("utf-8")
-        .split("\0")
-    )
-    skip = (".ci-node/", ".venv/", ".memory/")  # ignored by .gitignore; skipped here too in case it lags behind
-    for rel in filter(None, listed):
-        if rel.startswith(skip) or "/node_modules/" in rel:
-            continue
-        src = REPO / rel
-        if src.is_file():
-            (clone / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, clone / rel)
-    for built in ("build/lib/memory_server/api.py", "memory_server.egg-info/PKG-INFO"):
-        (clone / built).parent.mkdir(parents=True, exist_ok=True)
-        (clone / built).write_text("built by an install\n", encoding="utf-8")
-
-    env = base_env(home)
-    # ~/.local/bin is on PATH (as a login shell's profile arranges), memory-server is not until linked there.
-    env["PATH"] = os.pathsep.join([str(home / ".local" / "bin"), path_without_memory_server(claude_bin)])
+    env = user_env(home, any_claude_bin, other_program)
     install, *steps = readme_block("Install as a Claude Code plugin")
-    assert install.startswith("python3 -m venv .venv"), "fake_clone stands for this line"
+    assert install == README_PLUGIN[0], "fake_clone stands for this line"
     for line in steps:
         result = run(line, cwd=clone, env=env, shell=True)
         assert result.returncode == 0, f"`{line}`: {show(result)}"
-    assert shutil.which("memory-server", path=env["PATH"]) == str(home / ".local" / "bin" / "memory-server")
-    listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
-    assert listing.returncode == 0 and "memory-server@memory-server" in listing.stdout, show(listing)
-    assert "enabled" in listing.stdout, show(listing)
+    listing = run([any_claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
+    assert listing.returncode == 0 and PLUGIN_ID in listing.stdout and "enabled" in listing.stdout, show(listing)
 
-    project = tmp_path / "myapp"
-    project.mkdir()
+    project = home / "src" / "myapp"
     (start,) = readme_block("Install as a Claude Code plugin", 1)
-    assert start == "cd ~/src/myapp && memory-server init && claude"
-    made = run("memory-server init", cwd=project, env=env, shell=True)
-    assert made.returncode == 0, show(made)
-    result = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    assert start == "cd ~/src/myapp && claude"
+    result = run([any_claude_bin, "mcp", "list"], cwd=project, env=env)
     line = server_line(result.stdout, PLUGIN_SERVER)
-    assert line.startswith(f"{PLUGIN_SERVER}: memory-server serve --root . "), line
-    assert "✔ Connected" in line, show(result)
+    assert "bin/memory-server serve" in line and "✔ Connected" in line, show(result)
 
-    # The plugin cache holds the plugin folder only: nothing of the clone around it (a venv, build output).
-    cache = home / ".claude" / "plugins" / "cache"
-    cached = {p.name for p in cache.rglob("*")}
-    assert "SKILL.md" in cached and "hooks.json" in cached and ".mcp.json" in cached, sorted(cached)
-    clone_only = {
-        "pyproject.toml",
-        "CLAUDE.md",
-        "memory_server",
-        "tests",
-        "topics",
-        ".venv",
-        "build",
-        "memory_server.egg-info",
-        "README.md",
-    }
-    assert not cached & clone_only, sorted(cached & clone_only)
+    real_session(any_claude_bin, project, env)
+    recorded = sessions_recorded(project)
+    assert recorded, f"the plugin's hooks recorded no session in {project}"
+    assert "E-4242" in recorded[0].read_text(encoding="utf-8")
+    assert other_program_runs(other_program) == "", "another program named memory-server ran"
+
+    # The plugin lives in a folder of its own, with nothing of the clone around it (a venv, build output).
+    installed = home / ".local" / "share" / "memory-server" / "claude-plugin"
+    record = json.loads((installed / "plugin" / RECORD).read_text(encoding="utf-8"))
+    assert record["python"] == str(installation_python())
+    names = {p.name for p in installed.rglob("*")}
+    assert {"SKILL.md", "hooks.json", ".mcp.json", "memory-server"} <= names, sorted(names)
+    assert not names & {"pyproject.toml", "CLAUDE.md", "memory_server", "tests", "topics", ".venv"}
+
+
+def test_a_moved_installation_says_how_to_fix_it_until_plugin_install_runs_again(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """After the installation the plugin records is moved or deleted, the hooks and the server run nothing
+    else: they say what is wrong and how to fix it (the session-start hook on stdout, which reaches the agent).
+    `plugin install` run again fixes it."""
+    env = user_env(home, claude_bin, other_program)
+    installed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert installed.returncode == 0 and "claude plugin install" in installed.stdout, show(installed)
+    project = make_root(tmp_path / "project", server_bin, env)
+    plugin = home / ".local" / "share" / "memory-server" / "claude-plugin" / "plugin"
+    record = plugin / RECORD
+    good = record.read_text(encoding="utf-8")
+    record.write_text(json.dumps({"python": str(tmp_path / "moved-away" / "bin" / "python")}), encoding="utf-8")
+
+    launcher = [str(launcher_python()), str(plugin / "bin" / "memory-server")]
+    start = run(
+        [*launcher, "hook", "session-start"], cwd=project, env={**env, "CLAUDE_PROJECT_DIR": str(project)}, stdin="{}"
+    )
+    assert start.returncode == 0, show(start)
+    assert "moved-away" in start.stdout and "memory-server plugin install" in start.stdout, show(start)
+    served = run([*launcher, "serve"], cwd=project, env=env, stdin="")
+    assert served.returncode == 1 and "memory-server plugin install" in served.stderr, show(served)
+    listed = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    assert "✔ Connected" not in server_line(listed.stdout, PLUGIN_SERVER), show(listed)
+
+    again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert again.returncode == 0, show(again)
+    assert record.read_text(encoding="utf-8") == good
+    listed = run([claude_bin, "mcp", "list"], cwd=project, env=env)
+    assert "✔ Connected" in server_line(listed.stdout, PLUGIN_SERVER), show(listed)
+    assert other_program_runs(other_program) == ""
 
 
 # -- a folder that is not a memory root -----------------------------------------------------------------
@@ -468,20 +603,20 @@ def test_plugin_in_a_project_that_is_not_a_memory_root_writes_nothing(
     """The plugin is installed for every project: in one never set up, the server starts (and says why it
     cannot serve), the hooks do nothing but print one line on stderr, and no file appears."""
     project = plain_git_project(tmp_path)
+    plugin = built_plugin(tmp_path)
+    configure_inline(home)
     env = base_env(home)
-    result = run([claude_bin, "--plugin-dir", str(PLUGIN), "mcp", "list"], cwd=project, env=env)
+    result = run([claude_bin, "--plugin-dir", str(plugin), "mcp", "list"], cwd=project, env=env)
     assert result.returncode == 0, show(result)
     server_line(result.stdout, PLUGIN_SERVER)
     transcript = write_transcript(home / ".claude" / "projects" / "-plain-project")
     for event in HOOK_EVENTS:
         for project_dir in (str(project), None):  # also with CLAUDE_PROJECT_DIR unset: the root is the cwd
             extra = {"CLAUDE_PROJECT_DIR": project_dir} if project_dir else {}
-            (hook,) = declared_hooks()[event]
-            hook_env = base_env(home, CLAUDE_PLUGIN_ROOT=str(PLUGIN), **extra)
             done = subprocess.run(
-                ["/bin/sh", "-c", hook["command"]],
+                hook_argv(event, plugin),
                 cwd=project,
-                env=hook_env,
+                env=base_env(home, **extra),
                 input=hook_input(event, transcript, project),
                 capture_output=True,
                 text=True,
@@ -627,13 +762,35 @@ def hook_input(event: str, transcript: Path, cwd: Path) -> str:
     return json.dumps(payload)
 
 
-def run_declared_hook(event: str, project: Path, cwd: Path, transcript: Path, home: Path, **extra: str):
-    """Run the hook's command the way Claude Code does on POSIX: through /bin/sh, with its variables set."""
-    (hook,) = declared_hooks()[event]
+def hook_argv(event: str, plugin: Path) -> list[str]:
+    """A declared hook as Claude Code runs it in exec form: its command and arguments with the plugin's
+    variables filled in, and no shell."""
+    (hook,) = declared_hooks(plugin)[event]
+    fill = {"${user_config.python}": str(launcher_python()), "${CLAUDE_PLUGIN_ROOT}": str(plugin)}
+
+    def filled(word: str) -> str:
+        for name, value in fill.items():
+            word = word.replace(name, value)
+        return word
+
+    return [filled(hook["command"]), *(filled(a) for a in hook["args"])]
+
+
+@pytest.fixture(scope="module")
+def plugin_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One plugin, laid out as `plugin install` does, for the tests that only run its hooks."""
+    return built_plugin(tmp_path_factory.mktemp("plugin"))
+
+
+def run_declared_hook(
+    event: str, plugin: Path, project: Path, cwd: Path, transcript: Path, home: Path, **extra: str
+) -> tuple[subprocess.CompletedProcess[str], float, int]:
+    """Run the hook the way Claude Code does: exec form (no shell), with its variables set."""
+    (hook,) = declared_hooks(plugin)[event]
     env = base_env(
         home,
         CLAUDE_PROJECT_DIR=str(project),
-        CLAUDE_PLUGIN_ROOT=str(PLUGIN),
+        CLAUDE_PLUGIN_ROOT=str(plugin),
         CLAUDE_CODE_SESSION_ID=SESSION_ID,
         CLAUDECODE="1",
         **extra,
@@ -642,7 +799,7 @@ def run_declared_hook(event: str, project: Path, cwd: Path, transcript: Path, ho
         env["CLAUDE_ENV_FILE"] = str(home / "session-env.sh")
     start = time.monotonic()
     result = subprocess.run(
-        ["/bin/sh", "-c", hook["command"]],
+        hook_argv(event, plugin),
         cwd=cwd,
         env=env,
         input=hook_input(event, transcript, cwd),
@@ -681,9 +838,11 @@ def project(tmp_path: Path, server_bin: Path, home: Path) -> Path:
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
-def test_compressing_hooks_write_to_the_project_root(event: str, project: Path, home: Path, tmp_path: Path) -> None:
+def test_compressing_hooks_write_to_the_project_root(
+    event: str, plugin_copy: Path, project: Path, home: Path, tmp_path: Path
+) -> None:
     transcript = write_transcript(home / ".claude" / "projects" / "-work-project")
-    result, elapsed, timeout = run_declared_hook(event, project, project / "src", transcript, home)
+    result, elapsed, timeout = run_declared_hook(event, plugin_copy, project, project / "src", transcript, home)
     assert result.returncode == 0, show(result)
     assert elapsed < timeout, f"{event} took {elapsed:.1f} s; it declares a {timeout} s timeout"
     (written,) = wait_for_session(project)
@@ -691,20 +850,26 @@ def test_compressing_hooks_write_to_the_project_root(event: str, project: Path, 
     assert not (project / "src" / "sessions").exists(), "the root is the project, not the session's cwd"
 
 
-def test_hooks_follow_memory_root(project: Path, home: Path, tmp_path: Path, server_bin: Path) -> None:
+def test_hooks_follow_memory_root(
+    plugin_copy: Path, project: Path, home: Path, tmp_path: Path, server_bin: Path
+) -> None:
     notes = make_root(tmp_path / "notes", server_bin, base_env(home))
     transcript = write_transcript(home / ".claude" / "projects" / "-work-project")
-    result, _, _ = run_declared_hook("SessionEnd", project, project, transcript, home, MEMORY_ROOT=str(notes))
+    result, _, _ = run_declared_hook(
+        "SessionEnd", plugin_copy, project, project, transcript, home, MEMORY_ROOT=str(notes)
+    )
     assert result.returncode == 0, show(result)
     (written,) = wait_for_session(notes)
     assert SESSION_ID in written.read_text(encoding="utf-8")
     assert sessions_in(project) == []
 
 
-def test_session_start_hook_is_quiet_until_a_dream_is_due(project: Path, home: Path, tmp_path: Path) -> None:
+def test_session_start_hook_is_quiet_until_a_dream_is_due(
+    plugin_copy: Path, project: Path, home: Path, tmp_path: Path
+) -> None:
     transcripts = home / ".claude" / "projects" / "-work-project"
     first = write_transcript(transcripts)
-    result, elapsed, timeout = run_declared_hook("SessionStart", project, project / "src", first, home)
+    result, elapsed, timeout = run_declared_hook("SessionStart", plugin_copy, project, project / "src", first, home)
     assert result.returncode == 0, show(result)
     assert elapsed < timeout
     assert result.stdout.strip() == "", "nothing to say: no session is waiting for a dream"
@@ -712,7 +877,7 @@ def test_session_start_hook_is_quiet_until_a_dream_is_due(project: Path, home: P
     for n in range(6):
         sid = f"{n:08d}-4b5a-4978-8695-a4b3c2d1e0f9"
         compress_transcript(write_transcript(transcripts, session_id=sid), MemoryRoot(project))
-    result, elapsed, timeout = run_declared_hook("SessionStart", project, project / "src", first, home)
+    result, elapsed, timeout = run_declared_hook("SessionStart", plugin_copy, project, project / "src", first, home)
     assert result.returncode == 0, show(result)
     assert elapsed < timeout
     assert "/dream" in result.stdout, show(result)
@@ -721,15 +886,16 @@ def test_session_start_hook_is_quiet_until_a_dream_is_due(project: Path, home: P
 
 
 @pytest.mark.parametrize("event", list(HOOK_EVENTS))
-def test_hooks_never_fail_the_session(event: str, home: Path, tmp_path: Path) -> None:
+def test_hooks_never_fail_the_session(event: str, plugin_copy: Path, home: Path, tmp_path: Path) -> None:
     """Bad input and a folder that is not a memory root: the hook says so on stderr and exits 0."""
     not_a_root = tmp_path / "plain"
     not_a_root.mkdir()
-    (hook,) = declared_hooks()[event]
-    env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(PLUGIN))
+    plugin = plugin_copy
+    (hook,) = declared_hooks(plugin)[event]
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(not_a_root), CLAUDE_PLUGIN_ROOT=str(plugin))
     for stdin in ("not json", "", hook_input(event, tmp_path / "missing.jsonl", not_a_root)):
         result = subprocess.run(
-            ["/bin/sh", "-c", hook["command"]],
+            hook_argv(event, plugin),
             cwd=not_a_root,
             env=env,
             input=stdin,

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
-from conftest import write
+from conftest import small_root, write
 
 from memory_server import Memory, QueryError
+
+
+# The tests that only search share one indexed root per module; those that add files make their own.
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    m = Memory(small_root(tmp_path_factory.mktemp("search") / "memory"), embedder=False)
+    m.index()
+    yield m
+    m.close()
+
 
 HOSTILE = [
     '"',
@@ -71,8 +83,9 @@ Ordinary words: belt AND pulley OR idler NEAR motor.
 }
 
 
-@pytest.fixture
-def literal_memory(root):
+@pytest.fixture(scope="module")
+def literal_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    root = small_root(tmp_path_factory.mktemp("literals") / "memory")
     for rel, text in LITERALS.items():
         write(root, rel, text)
     m = Memory(root, embedder=False)

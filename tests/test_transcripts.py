@@ -206,7 +206,8 @@ def test_split_api_message_is_merged_and_blocks_are_read(tmp_path: Path) -> None
     merged = t.messages[1]
     assert (merged.line, merged.end_line) == (2, 4)
     assert merged.text == "Listing." and merged.thinking == "secret plan"
-    assert merged.tool_uses == [("Bash", {"command": "ls"}, "tu_1")]
+    assert merged.tool_uses == [("Bash", {"command": "ls"}, "tu_1", 4)]
+    assert merged.text_lines == [(3, "Listing.")]  # each text block where it was written
     result = t.result_of(merged.tool_uses[0])
     assert result is not None and result[:3] == ("tu_1", "a\nb", False)
     assert result.data == {"stdout": "a\nb", "stderr": ""}

@@ -1,11 +1,12 @@
 """What every `memory-server` command shares: --root and -v, progress bars, JSON output, and the exit.
 
 The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
-variable, else the current folder. Errors end the command with one line on stderr saying what to do, and
-exit status 2: every MemoryServerError, an OSError (a full disk, a read-only file system, a permission),
-a SQLite error and a usage error alike; anything else too (a bug, a panic in a native library), with its
-traceback only under -v. No command prints a traceback otherwise. A reader that closes the pipe early
-(`| head`) ends it quietly.
+variable, else CLAUDE_PROJECT_DIR (Claude Code sets it for the servers, hooks and commands it starts: the
+project), else the current folder. The root is resolved here, in Python, never by a shell's syntax.
+Errors end the command with one line on stderr saying what to do, and exit status 2: every
+MemoryServerError, an OSError (a full disk, a read-only file system, a permission), a SQLite error and a
+usage error alike; anything else too (a bug, a panic in a native library), with its traceback only under
+-v. No command prints a traceback otherwise. A reader that closes the pipe early (`| head`) ends it quietly.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,12 +28,13 @@ from memory_server.errors import MemoryServerError
 if TYPE_CHECKING:
     from memory_server.api import Memory
 
-ROOT_HELP = "memory root (default: $MEMORY_ROOT, else the current folder)"
+ROOT_HELP = "memory root (default: $MEMORY_ROOT, else Claude Code's project directory, else the current folder)"
 ERROR_STATUS = 2
 INTERRUPTED_STATUS = 130
 LOG_FORMAT = "memory-server: %(levelname)s %(name)s: %(message)s"
 VERBOSE_LOG_FORMAT = "%(asctime)s memory-server %(process)d %(levelname)s %(name)s: %(message)s"
 _META_ROOT = "memory_server.root"
+PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"  # set by Claude Code for what it starts: the project directory
 
 log = logging.getLogger("memory_server.cli")
 
@@ -63,11 +66,23 @@ def common_options(f: F) -> F:
     return f
 
 
-def root_path(ctx: click.Context | None = None) -> Path:
-    """--root, else $MEMORY_ROOT, else the current folder."""
+def given_root(ctx: click.Context | None = None) -> str | None:
+    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR: the root someone chose, or None."""
     ctx = ctx or click.get_current_context()
-    root = ctx.find_root().meta.get(_META_ROOT) or os.environ.get("MEMORY_ROOT") or os.getcwd()
-    return Path(root).expanduser()
+    chosen = ctx.find_root().meta.get(_META_ROOT) or os.environ.get("MEMORY_ROOT") or os.environ.get(PROJECT_DIR_ENV)
+    return str(chosen) if chosen else None
+
+
+def root_path(ctx: click.Context | None = None) -> Path:
+    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the current folder."""
+    return Path(given_root(ctx) or os.getcwd()).expanduser()
+
+
+def explicit_root(ctx: click.Context | None = None) -> Path | None:
+    """The --root given on the command line, if any (not the environment's)."""
+    ctx = ctx or click.get_current_context()
+    given = ctx.find_root().meta.get(_META_ROOT)
+    return Path(given).expanduser() if given else None
 
 
 def open_memory(**kwargs: Any) -> Memory:
@@ -84,33 +99,40 @@ def echo_json(data: Any) -> None:
 
 
 class StageProgress:
-    """A click progress bar per stage ("reading", "embedding", ...) on stderr, only when it is a terminal.
+    """One status line on stderr, rewritten in place: what the command is doing and how far it got
+    ("reading files 120/340", "embedding 512/2,000", "writing 512/2,000"), with the seconds since it
+    started; at most ten updates a second, and only on a terminal.
 
-    Called as progress(stage, done, total), the signature Memory.index reports with.
+    Called as progress(stage, done, total), the signature Memory.index reports with; a total of 0 shows
+    the stage alone ("opening the index").
     """
 
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.started = time.monotonic()
         self.stage: str | None = None
-        self.done = 0
-        self.bar: Any = None
+        self.shown = ""
+        self.last = 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
+        if not self.enabled:
             return
-        if stage != self.stage or self.bar is None:
-            self.close()
-            self.bar = click.progressbar(length=total, label=f"{stage:<12}", file=sys.stderr, show_pos=True)
-            self.bar.__enter__()
-            self.stage, self.done = stage, 0
-        self.bar.length = total
-        self.bar.update(max(0, done - self.done))
-        self.done = max(self.done, done)
+        now = time.monotonic()
+        if stage == self.stage and now - self.last < 0.1 and done < total:
+            return
+        self.stage, self.last = stage, now
+        count = f" {done:,}/{total:,}" if total > 0 else ""
+        text = f"{stage}{count}  ({now - self.started:.0f} s)"
+        sys.stderr.write("\r" + text + " " * max(0, len(self.shown) - len(text)))
+        sys.stderr.flush()
+        self.shown = text
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        """End the status line (the next output starts on a line of its own)."""
+        if self.enabled and self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self.shown, self.stage = "", None
 
 
 # -- the exit -------------------------------------------------------------------------------------------

@@ -16,8 +16,6 @@ from memory_server.commands.common import common_options, echo_json, root_path
 from memory_server.errors import RootError
 from memory_server.files.root import is_memory_root, not_set_up_message
 
-ID_HELP = "proposal id (a folder name under dreams/)"
-
 
 def dream_root() -> Path:
     """The memory root every dream command works on; a folder that was never set up is refused (a dream
@@ -28,7 +26,7 @@ def dream_root() -> Path:
     return path
 
 
-def _hunks(_ctx: click.Context, _param: click.Parameter, text: str | None) -> list[int] | None:
+def _numbers(_ctx: click.Context, _param: click.Parameter, text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
@@ -36,14 +34,18 @@ def _hunks(_ctx: click.Context, _param: click.Parameter, text: str | None) -> li
     except ValueError:
         raise click.BadParameter(f"takes numbers separated by commas, like 1,3; got {text!r}") from None
     if not numbers or any(n < 1 for n in numbers):
-        raise click.BadParameter("takes hunk numbers from 1, separated by commas")
+        raise click.BadParameter("takes numbers from 1, separated by commas")
     return numbers
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="print as JSON")
-hunks_option = click.option(
-    "--hunks", metavar="N,M", callback=_hunks, help="only these hunks (default: every pending one)"
+changes_option = click.option(
+    "--changes",
+    metavar="N,M",
+    callback=_numbers,
+    help="only these changes, as REPORT.md numbers them (default: every pending one)",
 )
+hunks_option = click.option("--hunks", metavar="N,M", callback=_numbers, help="only the changes of these hunks")
 
 
 @click.group(
@@ -229,57 +231,112 @@ def show(proposal_id: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
+    _print_show(info)
+
+
+def _print_show(info: dict[str, Any]) -> None:
+    from memory_server.parse.text import as_data
+
     click.echo(f"proposal {info['id']} ({info['status']}, made {info['created_utc']})")
-    click.echo(f"report: {info['report']}")
+    click.echo(f"report: {info['report']}  (each change's record, later mentions and warnings)")
+    click.echo(f"second reading: {info['second_reading']}")
     if info["diff"]:
         click.echo(f"diff: {info['diff']}")
-    for h in info["hunks"]:
-        click.echo(f"  hunk {h['n']} [{h['status']}] {h['path']}: {h['summary']}")
+    for c in info["changes"]:
+        reading = c.get("reading") or {}
+        verdict = f"; second reading: {reading['verdict']}" if reading else ""
+        hunks = ", ".join(map(str, c["hunks"]))
+        statement = as_data(str(c["statement"]))[:200]
+        click.echo(f"  change {c['n']} [{c['status']}{verdict}] (hunks {hunks}): {statement}")
     click.echo(f"check: {info['check']}")
     if info["diff_text"]:
         click.echo()
-        click.echo(info["diff_text"], nl=False)
+        click.echo(as_data(info["diff_text"], multiline=True), nl=False)
 
 
-def _review(action: str, proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
+def _review(
+    action: str, proposal_id: str | None, changes: list[int] | None, hunks: list[int] | None, as_json: bool
+) -> None:
     from memory_server.dream.review import apply_proposal, reject_proposal
 
     apply = action == "apply"
-    result = (apply_proposal if apply else reject_proposal)(dream_root(), proposal_id, hunks)
+    result = (apply_proposal if apply else reject_proposal)(dream_root(), proposal_id, hunks, changes=changes)
     if as_json:
         echo_json(result)
         return
-    if result["added"]:
-        added = ", ".join(map(str, result["added"]))
-        click.echo(f"also {'applying' if apply else 'rejecting'} hunk(s) {added}: they belong to the same change")
-    done = ", ".join(map(str, result["hunks"]))
+    done = ", ".join(map(str, result["changes"]))
     if apply:
-        click.echo(f"applied hunk(s) {done} of {result['id']} to {', '.join(result['files'])}")
+        click.echo(f"applied change(s) {done} of {result['id']} to {', '.join(result['files'])}")
     else:
-        click.echo(f"rejected hunk(s) {done} of {result['id']}; they will not be proposed again")
+        click.echo(
+            f"rejected change(s) {done} of {result['id']}; neither they nor items close to them are proposed again"
+        )
 
 
 @dream.command(
-    help="Apply the hunks of a proposal (default: the newest with hunks to review) to topics/ and "
-    "MEMORY.md, all or nothing. Refuses when a target "
-    "changed since the proposal was made. Hunks that belong together are applied together."
+    help="Apply the changes of a proposal (default: the newest with changes to review; every pending change, "
+    "or those --changes names) to topics/ and MEMORY.md, all or nothing. Refuses when a target changed since "
+    "the proposal was made, and keeps a person's save that lands while it applies. A change the second "
+    "reading withheld is applied only when named."
 )
 @click.argument("proposal_id", metavar="[ID]", required=False)
+@changes_option
 @hunks_option
 @json_option
 @common_options
-def apply(proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
-    _review("apply", proposal_id, hunks, as_json)
+def apply(proposal_id: str | None, changes: list[int] | None, hunks: list[int] | None, as_json: bool) -> None:
+    _review("apply", proposal_id, changes, hunks, as_json)
 
 
 @dream.command(
-    help="Reject the hunks of a proposal (default: the newest with hunks to review); their changes "
-    "are remembered and never proposed again. Hunks "
-    "that belong together are rejected together."
+    help="Reject the changes of a proposal (default: the newest with changes to review; every pending change, "
+    "or those --changes names); they are remembered, and neither they nor items close to them are proposed "
+    "again."
 )
 @click.argument("proposal_id", metavar="[ID]", required=False)
+@changes_option
 @hunks_option
 @json_option
 @common_options
-def reject(proposal_id: str | None, hunks: list[int] | None, as_json: bool) -> None:
-    _review("reject", proposal_id, hunks, as_json)
+def reject(proposal_id: str | None, changes: list[int] | None, hunks: list[int] | None, as_json: bool) -> None:
+    _review("reject", proposal_id, changes, hunks, as_json)
+
+
+@dream.command(
+    help="Record a second reader's verdicts on a proposal's changes (VERDICTS.json, or - for stdin: "
+    '{"verdicts": [{"change": 1, "verdict": "accept" or "reject", "reason": "..."}]}). A change the reader '
+    "rejects is withheld, with the reason, in REPORT.md and `show`. Never changes topics/."
+)
+@click.argument("verdicts_file", metavar="VERDICTS.json")
+@click.option("--id", "proposal_id", metavar="ID", help="the proposal (default: the newest with changes to review)")
+@json_option
+@common_options
+def verdicts(verdicts_file: str, proposal_id: str | None, as_json: bool) -> None:
+    import json
+
+    from memory_server.dream.review import record_verdicts
+
+    text = sys.stdin.read() if verdicts_file == "-" else Path(verdicts_file).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise click.UsageError(f"{verdicts_file} is not JSON ({exc})") from None
+    result = record_verdicts(dream_root(), proposal_id, data)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"proposal {result['id']}: second reading {result['summary']}")
+
+
+@dream.command(
+    help="Print the turns around a reference (transcript:<id>:LINE or sessions/...md:LINE) as the program "
+    "reads them: who spoke each one, its kind, date and text, quoted and escaped. For checking an item "
+    "against the record."
+)
+@click.argument("ref", metavar="REF")
+@click.option("--around", default=6, show_default=True, type=click.IntRange(0, 200), help="turns before and after")
+@common_options
+def record(ref: str, around: int) -> None:
+    from memory_server.dream.context import render_around
+
+    click.echo(render_around(dream_root(), ref, around), nl=False)

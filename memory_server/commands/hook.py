@@ -4,7 +4,8 @@ Each reads the hook's JSON on stdin. session-start prints a short line when a /d
 session-end and pre-compact queue the session's transcript and start compressing it in a detached background
 process, and return at once. Every hook starts the compression of sessions still waiting in the queue. A
 hook never fails the person's session: problems go to stderr, exit status 0.
-The root is --root, else $MEMORY_ROOT, else the hook input's `cwd`, else the current folder.
+The root is --root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the hook input's `cwd`, else the current
+folder: resolved here in Python, so a hook's command holds no shell syntax (it runs where bash is not the shell).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import click
 
-from memory_server.commands.common import common_options
+from memory_server.commands.common import common_options, given_root
 
 EVENTS = ("session-start", "session-end", "pre-compact")
 
@@ -47,10 +48,8 @@ def _read_payload(event: str) -> dict[str, Any] | None:
 
 
 def _root(payload: dict[str, Any]) -> Path:
-    ctx = click.get_current_context()
-    given = ctx.find_root().meta.get("memory_server.root") or os.environ.get("MEMORY_ROOT")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    return Path(given or cwd or os.getcwd()).expanduser()
+    return Path(given_root() or cwd or os.getcwd()).expanduser()
 
 
 def _run(event: str) -> None:

@@ -17,12 +17,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import yaml
+
+from memory_server.dream.corrections import replace_span
 from memory_server.dream.items import LESSONS, ProposalItem
+from memory_server.dream.lessons import LessonCase
 from memory_server.dream.patch import Edit
 from memory_server.dream.topics import TopicFile, heading_key, headings, split_keep
 from memory_server.files.root import MEMORY_INDEX
 from memory_server.files.scaffold import LESSONS_TEMPLATE
 from memory_server.parse.markdown import LIST_ITEM
+from memory_server.parse.text import as_data
 
 
 @dataclass
@@ -108,23 +113,21 @@ def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[st
     return _insert(topic, at, block, keys)
 
 
-def lesson_lines(item: ProposalItem, sessions: list[str], eol: str) -> list[str]:
-    error = next(q for q in item.evidence if q.role == "error")
-    fix = next(q for q in item.evidence if q.role == "fix")
-    seen = ", ".join(f"`{s}`" for s in sessions)
-    return [
-        eol,
-        f"## {item.statement}{eol}",
-        eol,
-        f"- Mistake: {code_span(error.quote)} (`{error.ref}`){eol}",
-        f"- Fix: {code_span(fix.quote)} (`{fix.ref}`){eol}",
-        f"- Seen in: {seen}{eol}",
-    ]
+def lesson_lines(item: ProposalItem, cases: list[LessonCase], eol: str) -> list[str]:
+    """A lessons.md entry: the lesson, then each session's mistake and fix as quoted (code spans: data)."""
+    out = [eol, f"## {as_data(item.statement)}{eol}", eol]
+    for case in cases:
+        out += [
+            f"- Mistake: {code_span(case.error[:200])} (`{case.failure}`){eol}",
+            f"  Fix: {code_span(case.fix_text[:200])} (`{case.fix}`){eol}",
+        ]
+    seen = ", ".join(f"`{as_data(c.session)}`" for c in cases)
+    return [*out, f"- Seen in: {seen}{eol}"]
 
 
 def code_span(text: str) -> str:
     """Quoted session text as one Markdown code span: shown as data, never read as prose or instructions."""
-    text = " ".join(text.split())
+    text = as_data(" ".join(text.split()))
     ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
@@ -132,22 +135,23 @@ def code_span(text: str) -> str:
 
 def _new_topic(item: ProposalItem, date: str) -> list[str]:
     slug = item.topic.rsplit("/", 1)[-1][:-3]
-    title = item.title or slug.replace("-", " ").capitalize()
-    description = item.description or f"{title}: from sessions up to {date}"
-    head = f"---\ntitle: {title}\ndescription: {description}\nupdated: {date}\ntags: [{slug}]\n---\n# {title}\n"
-    return split_keep(head)
+    title = as_data(item.title or slug.replace("-", " ").capitalize())
+    description = as_data(item.description or f"{title}: from sessions up to {date}")
+    meta = {"title": title, "description": description, "updated": date, "tags": [slug]}
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=None)
+    return split_keep(f"---\n{front}---\n# {title}\n")
 
 
 def build_changes(
     items: list[ProposalItem],
     sections: dict[str, str],
-    lesson_sessions: dict[str, list[str]],
+    lesson_sessions: dict[str, list[LessonCase]],
     topics: dict[str, TopicFile],
     memory_md: TopicFile | None,
     date: str,
 ) -> dict[str, FileChange]:
     """Edits per file for `items` (each edit carries its item's fingerprint). `sections`: fingerprint -> the
-    section an item without one was placed in; `lesson_sessions`: fingerprint -> the sessions a lesson shows in."""
+    section an item without one was placed in; `lesson_sessions`: fingerprint -> a lesson's cases."""
     changes: dict[str, FileChange] = {}
     new_files: dict[str, list[ProposalItem]] = {}
     blocks: dict[tuple[str, str], list[ProposalItem]] = {}
@@ -164,7 +168,7 @@ def build_changes(
         if item.replace_lines and topic is not None:
             for ref in item.replace_lines:
                 n = int(ref.rsplit(":", 1)[1]) - 1
-                change(item.topic).edits.append(Edit(n, 1, [topic.lines[n].replace(item.old, item.new)], keys))
+                change(item.topic).edits.append(Edit(n, 1, [replace_span(topic.lines[n], item.old, item.new)], keys))
         elif topic is None:
             new_files.setdefault(item.topic, []).append(item)
         elif item.kind == "lesson":
@@ -174,7 +178,7 @@ def build_changes(
             heading = section_for(topic, item.section or sections.get(item.fingerprint, ""))
             blocks.setdefault((item.topic, heading), []).append(item)
     for (path, heading), group in blocks.items():
-        lines = [f"- {i.statement}" for i in group]
+        lines = [f"- {as_data(i.statement)}" for i in group]
         change(path).edits.append(_item_block(topics[path], heading, lines, tuple(i.fingerprint for i in group)))
 
     pointers: list[str] = []
@@ -186,12 +190,12 @@ def build_changes(
             body += [ln for i in group for ln in lesson_lines(i, lesson_sessions.get(i.fingerprint, []), "\n")]
             title, description = "Lessons", "Mistakes made more than once, and what fixed them"
         else:
-            body = _new_topic(group[0], date) + ["\n"] + [f"- {i.statement}\n" for i in group]
+            body = _new_topic(group[0], date) + ["\n"] + [f"- {as_data(i.statement)}\n" for i in group]
             title = group[0].title or path.rsplit("/", 1)[-1][:-3].replace("-", " ").capitalize()
             description = group[0].description or "from sessions"
         changes[path] = FileChange(path, None, [Edit(0, 0, body, keys)], body)
         if memory_md is None or not re.search(r"\(" + re.escape(path) + r"\)", memory_md.text):
-            pointers.append(f"- [{title}]({path}): {description}")
+            pointers.append(f"- [{as_data(title)}]({path}): {as_data(description)}")
             pointer_keys += keys
     if pointers and memory_md is None:
         lines = split_keep("# Memory\n\n## Topics\n\n") + [p + "\n" for p in pointers]

@@ -44,7 +44,15 @@ PROPOSAL_META = "proposal.json"
 
 
 def _empty_state() -> dict[str, Any]:
-    return {"version": 1, "last_dream": None, "processed": {}, "rejected": {}, "applied": {}, "held": {}}
+    return {
+        "version": 1,
+        "last_dream": None,
+        "processed": {},
+        "rejected": {},
+        "applied": {},
+        "held": {},
+        "run_read": {},  # sessions `dream run` (no agent) has read: never marked read for the agent's /dream
+    }
 
 
 def format_time(ts: float | None) -> str:
@@ -110,14 +118,23 @@ class DreamGate:
             except (OSError, ValueError):
                 continue
             created = float(meta.get("created") or 0)
-            state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
+            if meta.get("origin") != "run":
+                state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
+            read = "run_read" if meta.get("origin") == "run" else "processed"  # `dream run` leaves them unread
             for rel in meta.get("sessions", []):
-                state["processed"][rel] = {"dream": meta.get("id"), "at": created}
+                state[read][rel] = {"dream": meta.get("id"), "at": created}
             for hunk in meta.get("hunks", []):
                 bucket = {"rejected": "rejected", "applied": "applied"}.get(hunk.get("status"))
                 if bucket:
                     for fp in hunk.get("fingerprints", []):
-                        state[bucket][fp] = {"proposal": meta.get("id"), "hunk": hunk.get("n"), "at": created}
+                        item = (meta.get("items") or {}).get(fp) or {}
+                        state[bucket][fp] = {
+                            "proposal": meta.get("id"),
+                            "hunk": hunk.get("n"),
+                            "at": created,
+                            "statement": item.get("statement", hunk.get("summary", "")),
+                            "target": item.get("target", hunk.get("path", "")),
+                        }
         return state
 
     def save_state(self, state: dict[str, Any]) -> None:

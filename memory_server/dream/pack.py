@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_server.dream.evidence import FailureItem, Item, SessionEvidence, iter_sessions
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
 from memory_server.dream.proposals import dream_lock
+from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, FailureRecord, SessionRecord, Turn, iter_records
 from memory_server.dream.topics import TopicFile, headings, load_topics
 from memory_server.files.root import MemoryRoot
 from memory_server.files.writing import atomic_write
+from memory_server.parse.text import as_data
 from memory_server.sessions.redact import redact_for_report
 from memory_server.settings import Settings, load_settings
 
@@ -50,19 +51,32 @@ LIMITS = {
     "commit": 400,
     "failure": 300,
     "statement": 400,
-    "closing": 300,
+    "closing": 400,
     "summary": 600,
 }
 LABELS = {
-    "correction": "correction (the person, rejecting a tool call)",
-    "answer": "answer to the agent's question",
+    "correction": "the person, rejecting a tool call",
+    "answer": "the person, answering",
     "request": "the person",
-    "commit": "commit message",
-    "closing": "the agent's closing reply",
-    "summary": "Claude Code's own summary",
-    "statement": "session file",
+    "commit": "commit message (the agent)",
+    "closing": "the agent's reply",
+    "summary": "Claude Code's own summary (routing only: never evidence)",
     "failure": "failure",
 }
+ASKED_LIMIT = 400
+
+
+def pack_kind(turn: Turn) -> str | None:
+    """How the pack shows a turn, or None when it leaves it out (tool output, files, the agent's commands)."""
+    if turn.speaker == PERSON:
+        return turn.kind if turn.kind in ("correction", "answer") else "answer" if turn.asked else "request"
+    if turn.speaker == AGENT and turn.kind == "commit":
+        return "commit"
+    if turn.speaker == AGENT and turn.kind == "reply" and (turn.closing or turn.ref.startswith("sessions/")):
+        return "closing"
+    if turn.speaker == CLAUDE_CODE and turn.kind == "summary":
+        return "summary"
+    return None
 
 
 def estimate_tokens(text: str) -> int:
@@ -79,7 +93,7 @@ class TopicLine:
 
 @dataclass
 class Pack:
-    sessions: list[SessionEvidence]
+    sessions: list[SessionRecord]
     topic_lines: list[TopicLine]
     text: str
     left_out: dict[str, int] = field(default_factory=dict)  # session ref base -> items left out
@@ -111,36 +125,62 @@ def _cut(text: str, limit: int) -> str:
     return (head[:space] if space >= limit // 2 else head).rstrip() + "…"
 
 
+def _cut_keep_end(text: str, limit: int) -> str:
+    """A reply within `limit` characters: its opening and its last sentence (where it says what it did or
+    asks what to do next), the middle left out."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in SENTENCE_END.finditer(text) if m.end() < len(text) - 1]
+    last = text[ends[-1] :].strip() if ends else text[-(limit // 2) :]
+    last = last if len(last) <= limit // 2 else "…" + last[-(limit // 2) :]
+    return _cut(text, limit - len(last) - 3) + " " + last
+
+
 def _quote(text: str) -> list[str]:
-    return ["  > " + (line.rstrip() or "") for line in text.splitlines() if line.strip()] or ["  > "]
+    shown = as_data(text, multiline=True)
+    return ["  > " + (line.rstrip() or "") for line in shown.splitlines() if line.strip()] or ["  > "]
 
 
-def _entry(item: Item) -> list[str]:
-    head = f"- `{item.ref}` {item.date or 'undated'} · {LABELS.get(item.kind, item.kind)}:"
-    return [head, *_quote(_cut(item.text, LIMITS.get(item.kind, 400)))]
+def _entry(turn: Turn, kind: str) -> list[str]:
+    head = f"- `{turn.ref}` {turn.date or 'undated'} · {LABELS.get(kind, kind)}:"
+    body = _cut_keep_end(turn.text, LIMITS[kind]) if kind == "closing" else _cut(turn.text, LIMITS.get(kind, 400))
+    asked = [
+        f"  - what it answers (`{turn.asked_ref}`):",
+        *["  " + q for q in _quote(_cut_keep_end(turn.asked, ASKED_LIMIT))],
+    ]
+    return [head, *(asked if turn.asked else []), *_quote(body)]
 
 
-def _failure(f: FailureItem) -> list[str]:
-    where = f" ({_cut(f.target, 80)})" if f.target else ""
+def _failure(f: FailureRecord) -> list[str]:
+    where = f" ({as_data(_cut(f.target, 80))})" if f.target else ""
     out = [
-        f"- `{f.ref}` {f.date or 'undated'} · failure{where}, normalised as `{_cut(f.normalised, 120)}`:",
+        f"- `{f.ref}` {f.date or 'undated'} · failure{where}:",
         *_quote(_cut(f.error, LIMITS["failure"])),
     ]
+    if f.fixed_line is None:
+        out.append("  - never fixed in this session (the same command did not succeed again)")
     for step in f.fix[:6]:
-        out += [f"  - fix `{step.ref}`:", *["  " + q for q in _quote(_cut(step.text, 200))]]
+        out += [
+            f"  - fix `{step.ref}` ({step.kind} {as_data(step.tool)}):",
+            *["  " + q for q in _quote(_cut(step.text, 200))],
+        ]
     if len(f.fix) > 6:
         out.append(f"  - … and {len(f.fix) - 6} more fix steps")
+    if f.fixed_line is not None and f.fixed_line != f.line:
+        out.append(f"  - the same command succeeded again at line {f.fixed_line}")
     return out
 
 
-def _session_block(ev: SessionEvidence, budget: int) -> tuple[list[str], int]:
-    """The lines of one session's block within `budget` tokens, and how many items were left out."""
+def _session_block(record: SessionRecord, budget: int) -> tuple[list[str], int]:
+    """The lines of one session's block within `budget` tokens, and how many entries were left out."""
     entries: list[tuple[int, int, list[str]]] = []  # (priority, line, text lines)
-    for item in ev.items:
-        if item.kind == "closing" and len(item.text) < 40:
+    for turn in record.turns:
+        kind = pack_kind(turn)
+        if kind is None or (kind == "closing" and len(turn.text) < 40):
             continue  # "Pushed successfully.": nothing to promote
-        entries.append((PRIORITY.get(item.kind, 9), item.line, _entry(item)))
-    entries += [(PRIORITY["failure"], f.line, _failure(f)) for f in ev.failures]
+        entries.append((PRIORITY[kind], turn.line, _entry(turn, kind)))
+    entries += [(PRIORITY["failure"], f.line, _failure(f)) for f in record.failures]
     kept: list[tuple[int, int, list[str]]] = []
     used = 0
     for entry in sorted(entries, key=lambda e: (e[0], e[1])):
@@ -184,8 +224,8 @@ def _outline(topics: dict[str, TopicFile]) -> list[str]:
         "",
     ]
     for path, topic in sorted(topics.items()):
-        heads = "; ".join(f"{_cut(text, 80)} (:{i + 1})" for i, _level, text in headings(topic))
-        out.append(f"- `{path}` ({_cut(topic.title, 60)})" + (f": {heads}" if heads else ""))
+        heads = "; ".join(f"{as_data(_cut(text, 80))} (:{i + 1})" for i, _level, text in headings(topic))
+        out.append(f"- `{as_data(path)}` ({as_data(_cut(topic.title, 60))})" + (f": {heads}" if heads else ""))
     return [*out, ""]
 
 
@@ -219,10 +259,10 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     `held`: verified items waiting from an earlier pass (the dream state's `held`), listed first."""
     started = time.monotonic()
     ds = settings.dream
-    blocks: list[tuple[SessionEvidence, list[str], int]] = []
+    blocks: list[tuple[SessionRecord, list[str], int]] = []
     covered: list[str] = []
     used = 0
-    for rel, ev in iter_sessions(root, sorted(paths), settings):
+    for rel, ev in iter_records(root, sorted(paths), settings):
         if ev is not None:
             body, dropped = _session_block(ev, ds.pack_session_tokens)
             cost = estimate_tokens("\n".join(body))
@@ -249,7 +289,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
         left[ev.ref_base] = dropped
         src = f"transcript `{ev.ref_base}`" if ev.source == "transcript" else "its compressed file (transcript gone)"
         out += [
-            f"## Session {ev.date or 'undated'}: `{ev.path}`",
+            f"## Session {ev.date or 'undated'}: `{as_data(ev.path)}`",
             "",
             f"Read from {src}."
             + (f" {dropped} lower-priority item(s) left out to stay within the budget." if dropped else ""),
@@ -263,7 +303,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     if lines:
         out += ["## Topic lines that share identifiers with these sessions", ""]
         for t in lines:
-            out += [f"- `{t.ref}` (shares {', '.join(t.shared[:4])}):", *_quote(t.text)]
+            out += [f"- `{as_data(t.ref)}` (shares {as_data(', '.join(t.shared[:4]))}):", *_quote(t.text)]
         out.append("")
     out += _outline(topics)
     text = redact_for_report("\n".join(out))

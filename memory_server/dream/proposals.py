@@ -65,7 +65,7 @@ def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, 
             if (folder / PROPOSAL_META).is_file():
                 with contextlib.suppress(DreamError, NotFoundError, KeyError, TypeError):
                     meta = read_meta(mroot, folder.name)
-                    pending = [h["n"] for h in meta["hunks"] if h["status"] == "pending"]
+                    pending = [h["n"] for h in meta["hunks"] if h["status"] in ("pending", "withheld")]
                     out.append(
                         {
                             "id": meta["id"],

@@ -3,14 +3,14 @@
     propose(root, "items.json")  -> ProposeResult
 
 Reads the sessions `dream gather` packed (else those a pack would hold now: the oldest no dream has read,
-up to `dream.pack_max_tokens`), checks every item against them (`verify.py`), and, when every item passes
-(or with `drop_refused`), writes `dreams/<id>/`:
-proposal.diff (at most `dream.max_hunks` changes, one per item, in the order given; the other verified
-items wait in the dream state, and the next `dream gather` lists them first), REPORT.md and proposal.json.
-Those sessions are then marked as read. When the root is not in a git repository, names cannot be checked:
-the output and the report say so. When an item is
-refused, nothing is written: the refusals name each item and the reason, to fix and resubmit.
-`dream run` (no agent) goes through `render_proposal` too, with the items it can find without judgement.
+up to `dream.pack_max_tokens`), checks every item against their record (`verify.py`), and, when every item
+passes (or with `drop_refused`), writes `dreams/<id>/`: proposal.diff (at most `dream.max_hunks` changes,
+one per item, in the order given, each in hunks of its own; the other verified items wait in the dream
+state and the next `dream gather` lists them first), REPORT.md and proposal.json. Those sessions are then
+marked as read. When an item is refused, nothing is written: the refusals name each item and the reason.
+
+`dream run` (no agent) goes through `render_proposal` too, with the items it can find without judgement;
+it never marks sessions read for the agent's pass.
 """
 
 from __future__ import annotations
@@ -25,17 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.dream.edits import build_changes, section_for
-from memory_server.dream.evidence import SessionEvidence, load_sessions
 from memory_server.dream.gate import DreamGate, format_time
-from memory_server.dream.identifiers import GitTree
 from memory_server.dream.items import ProposalItem, load_items
 from memory_server.dream.journal import write_meta
+from memory_server.dream.locate import Recorded
+from memory_server.dream.names import GitTree
 from memory_server.dream.pack import PACK_RECORD, build_pack, packed_held, packed_sessions
-from memory_server.dream.patch import FilePatch, apply_edits, make_patch
+from memory_server.dream.patch import FilePatch, Hunk, apply_edits, make_patch
 from memory_server.dream.proposals import dream_lock, new_stamp, read_meta
+from memory_server.dream.record import SessionRecord, load_records
+from memory_server.dream.rejections import rejections
 from memory_server.dream.report import ReportInput, render_report
 from memory_server.dream.topics import TopicFile, embedder_of, load_topics, place
-from memory_server.dream.verify import Evidence, Verified, verify
+from memory_server.dream.verify import Context, Verified, verify
 from memory_server.errors import DreamError
 from memory_server.files.root import MEMORY_INDEX, MemoryRoot
 from memory_server.files.writing import atomic_write, unlink_quietly
@@ -60,44 +62,41 @@ class ProposeResult:
 
 @dataclass
 class Batch:
-    """What one pass reads: the sessions, their evidence, the topics."""
+    """What one pass reads: the sessions (and every later one, for reversals), the topics, the project tree."""
 
     root: MemoryRoot
     settings: Settings
     gate: DreamGate
     state: dict[str, Any]
     paths: list[str]
-    sessions: list[SessionEvidence]
+    sessions: list[SessionRecord]
+    later: list[SessionRecord]
     topics: dict[str, TopicFile]
     memory_md: TopicFile | None
+    tree: GitTree
     redone: dict[str, Any] | None = None  # the proposal whose sessions are read again (`--redo`)
-    git: GitTree | None = None
 
     @property
     def names_note(self) -> str:
-        """Said in the output and the report when backticked names could not be checked."""
-        if self.git is None:
-            self.git = GitTree(self.root.path)
-        return "" if self.git.available else f"names not checked: {self.root.path} is not in a git repository"
+        """Said in the output and the report when names could not be checked."""
+        return "" if self.tree.available else f"names not checked: {self.root.path} is not in a git repository"
 
-    @property
-    def evidence(self) -> Evidence:
-        return Evidence(self.root, self.sessions, self.topics)
+    def context(self) -> Context:
+        rejected = rejections(self.state.get("rejected") or {})
+        return Context(Recorded(self.sessions), self.later, self.topics, self.tree, self.settings.dream, rejected)
 
     def verify(self, items: list[ProposalItem]) -> tuple[list[Verified], list[str]]:
-        done = {**self.state.get("rejected", {})}
-        if self.git is None:
-            self.git = GitTree(self.root.path)
-        return verify(items, self.evidence, self.settings.dream, self.git, done)
+        return verify(items, self.context())
 
 
 def open_batch(
     root: MemoryRoot, settings: Settings, gate: DreamGate, redo: str | None = None, paths: list[str] | None = None
 ) -> Batch:
     """The sessions no dream has read (or those of `paths`; with `redo`, also those proposal `redo` read),
-    and the topics."""
+    every later session (for what takes an item back), and the topics."""
     state = gate.load_state()
-    paths = gate.unprocessed_sessions(state) if paths is None else paths
+    unread = gate.unprocessed_sessions(state)
+    paths = unread if paths is None else paths
     redone = read_meta(root, redo) if redo else None
     if redone is not None:
         again = {p for p in redone.get("sessions", []) if isinstance(p, str) and (root.path / p).is_file()}
@@ -108,9 +107,14 @@ def open_batch(
     topics, memory_md = load_topics(root)
     # Sessions cited by verified items still waiting are read again as evidence only (not marked again).
     evidence_paths = sorted(set(paths) | {p for p in held if (root.path / p).is_file()})
-    return Batch(
-        root, settings, gate, state, paths, load_sessions(root, evidence_paths, settings), topics, memory_md, redone
+    sessions = load_records(root, evidence_paths, settings)
+    newest = max((s.ts for s in sessions), default=0.0)
+    newer = [p for p in unread if p not in set(evidence_paths)]
+    later = sorted(
+        [*sessions, *(s for s in load_records(root, newer, settings) if s.ts >= newest)], key=lambda s: (s.ts, s.path)
     )
+    tree = GitTree(root.path)
+    return Batch(root, settings, gate, state, paths, sessions, later, topics, memory_md, tree, redone)
 
 
 def held_sessions(state: dict[str, Any]) -> set[str]:
@@ -124,21 +128,37 @@ def held_sessions(state: dict[str, Any]) -> set[str]:
     }
 
 
+# -- the stages of rendering a proposal ------------------------------------------------------------------
+
+
+def _promoted(verified: list[Verified]) -> list[Verified]:
+    """What may become hunks: adopted or rejected items that are not gaps, in the agent's order."""
+    promoted = [v for v in verified if v.item.stance in ("adopted", "rejected") and v.item.kind != "gap"]
+    return sorted(promoted, key=lambda v: v.item.n)
+
+
+def _place(batch: Batch, promoted: list[Verified], placer: Placer | None) -> dict[str, str]:
+    """The section of each fact or decision given without one (by words and meaning), with a note."""
+    sections: dict[str, str] = {}
+    for v in promoted:
+        topic = batch.topics.get(v.item.topic)
+        if placer is None or topic is None or v.item.section or v.item.kind not in ("fact", "decision"):
+            continue
+        where = sections[v.item.fingerprint] = placer(v.item, topic)
+        v.notes.append(
+            f"No section given: placed at § {where} (it shares enough words and meaning with it)."
+            if where
+            else "No section given and none matched well enough: placed under "
+            f"§ {section_for(topic, '') or 'the end of the topic'}."
+        )
+    return sections
+
+
 def _patches(
-    batch: Batch,
-    items: list[Verified],
-    sections: dict[str, str],
-    today: str,
+    batch: Batch, items: list[Verified], sections: dict[str, str], today: str
 ) -> tuple[list[FilePatch], set[str]]:
-    """The patches of `items`, and the fingerprints of items whose edit overlaps an earlier one's lines
-    (such an item would show no line of its own: it waits for the next pass instead)."""
-    ev = batch.evidence
-    lessons: dict[str, list[str]] = {}
-    for v in items:
-        if v.item.kind == "lesson":
-            failure = ev.failure_at(next(q for q in v.item.evidence if q.role == "error"))
-            if failure is not None:
-                lessons[v.item.fingerprint] = sorted(ev.by_base[b].path for b in ev.sessions_with(failure.normalised))
+    """The patches of `items`, and the fingerprints of items whose edit overlaps an earlier one's lines."""
+    lessons = {v.item.fingerprint: v.lessons for v in items if v.item.kind == "lesson"}
     changes = build_changes([v.item for v in items], sections, lessons, batch.topics, batch.memory_md, today)
     patches = []
     dropped: set[str] = set()
@@ -154,16 +174,36 @@ def _patches(
     return patches, dropped
 
 
+def _choose(
+    batch: Batch, promoted: list[Verified], sections: dict[str, str], today: str
+) -> tuple[list[Verified], list[tuple[Verified, str]], list[FilePatch]]:
+    """(the changes proposed, those that wait and why, the patches): at most `dream.max_hunks` changes,
+    each in hunks of its own (an item whose lines would share a hunk with another's waits)."""
+    limit = batch.settings.dream.max_hunks
+    chosen: list[Verified] = []
+    held: list[tuple[Verified, str]] = []
+    patches: list[FilePatch] = []
+    for v in promoted:
+        if len(chosen) >= limit:
+            held.append((v, f"over the limit of {limit} changes per proposal (`dream.max_hunks`)"))
+            continue
+        trial, dropped = _patches(batch, [*chosen, v], sections, today)
+        if v.item.fingerprint in dropped:
+            held.append((v, "it changes lines another change of this proposal changes; it can go in once this "
+                            "proposal is reviewed"))  # fmt: skip
+            continue
+        if any(len(set(h.keys)) > 1 for p in trial for h in p.hunks):
+            held.append((v, "its lines would sit next to another change's, in one hunk; it waits so that each "
+                            "change can be applied or rejected alone"))  # fmt: skip
+            continue
+        chosen, patches = [*chosen, v], trial
+    return chosen, held, patches
+
+
 def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str) -> dict[str, Any]:
     """A verified item waiting for a later pass, with what re-verifying it needs: the item as written and
     the session files its evidence cites."""
-    by_base = {s.ref_base: s.path for s in batch.sessions}
-    cited = {by_base[q.source] for q in v.item.evidence if q.source in by_base}
-    ev = batch.evidence
-    for q in v.item.evidence:  # a lesson is checked against every session its error shows in
-        failure = ev.failure_at(q) if q.role == "error" else None
-        if failure is not None:
-            cited |= {by_base[b] for b in ev.sessions_with(failure.normalised)}
+    cited = {x.session.path for x in v.located} | {c.session for c in v.lessons}
     return {
         "item": v.item.as_json(),
         "statement": v.item.statement,
@@ -174,6 +214,146 @@ def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str)
         "at": now,
         "why": why,
     }
+
+
+def _change_records(chosen: list[Verified], hunks: list[Hunk]) -> list[dict[str, Any]]:
+    """One record per change (an item), numbered in the proposal's order, with the hunks that carry it."""
+    out = []
+    for n, v in enumerate(chosen, 1):
+        fp = v.item.fingerprint
+        out.append(
+            {
+                "n": n,
+                "fingerprint": fp,
+                "kind": v.item.kind,
+                "stance": v.item.stance,
+                "statement": v.item.statement,
+                "target": v.item.topic,
+                "hunks": [h.n for h in hunks if fp in h.keys],
+                "reading": None,
+            }
+        )
+    return out
+
+
+def _hunk_records(hunks: list[Hunk], changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_fp = {c["fingerprint"]: c for c in changes}
+    out = []
+    for h in hunks:
+        mine = [by_fp[k] for k in h.keys if k in by_fp]
+        pointer = h.path == MEMORY_INDEX and all(c["target"] != MEMORY_INDEX for c in mine)
+        summary = (
+            "the pointer to the new topic " + ", ".join(f"`{c['target']}`" for c in mine)
+            if pointer
+            else "; ".join(c["statement"] for c in mine)
+        )
+        out.append(
+            {
+                "n": h.n,
+                "path": h.path,
+                "fingerprints": h.keys,
+                "change": mine[0]["n"] if mine else None,
+                "kinds": [c["kind"] for c in mine],
+                "summary": summary,
+                "status": "pending",
+            }
+        )
+    return out
+
+
+def _meta(
+    batch: Batch, dream_id: str, now: float, origin: str, chosen: list[Verified], held: list[tuple[Verified, str]],
+    patches: list[FilePatch],
+) -> dict[str, Any]:  # fmt: skip
+    hunks = [h for p in patches for h in p.hunks]
+    known = {**batch.topics, **({MEMORY_INDEX: batch.memory_md} if batch.memory_md else {})}
+    shas = {p.path: None if p.new_file else known[p.path].sha256 for p in patches}
+    changes = _change_records(chosen, hunks)
+    return {
+        "version": 2,
+        "id": dream_id,
+        "created": now,
+        "created_utc": format_time(now),
+        "origin": origin,
+        "status": "pending" if hunks else "empty",
+        "sessions": batch.paths,
+        "targets": shas,
+        "current": dict(shas),
+        "base": {p.path: None if p.new_file else known[p.path].text for p in patches},
+        "changes": changes,
+        "hunks": _hunk_records(hunks, changes),
+        "items": {
+            v.item.fingerprint: {
+                "kind": v.item.kind,
+                "statement": v.item.statement,
+                "stance": v.item.stance,
+                "target": v.item.topic,
+                "evidence": [q.ref for q in v.item.evidence],
+            }
+            for v in chosen
+        },
+        "second_reading": "not done" if hunks and origin == "agent" else "not needed",
+        "held_back": [v.item.statement for v, _why in held],
+    }
+
+
+def _waiting(
+    batch: Batch, verified: list[Verified], held: list[tuple[Verified, str]], dream_id: str, now: float,
+    offered: list[str],
+) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """The dream state's waiting items after this pass, and the statements of those no longer waiting."""
+    waiting: dict[str, Any] = dict(batch.gate.load_state().get("held") or {})
+    submitted = {v.item.fingerprint for v in verified}
+    dropped = [rec.get("statement", fp) for fp, rec in waiting.items() if fp in set(offered) and fp not in submitted]
+    waiting = {fp: rec for fp, rec in waiting.items() if fp not in submitted and fp not in set(offered)}
+    waiting.update({v.item.fingerprint: _held_record(batch, v, dream_id, now, why) for v, why in held})
+    return waiting, dropped
+
+
+def _write(folder: Path, patches: list[FilePatch], report: str, meta: dict[str, Any]) -> None:
+    """dreams/<id>/ all or nothing: proposal.json last (a folder with it is a complete proposal)."""
+    try:
+        folder.mkdir(parents=True)
+        if meta["hunks"]:
+            atomic_write(folder / "proposal.diff", "".join(p.text() for p in patches))
+        atomic_write(folder / "REPORT.md", report)
+        write_meta(folder, meta)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # a failed pass leaves no half-written dreams/<id>/
+        raise
+
+
+def _record_pass(batch: Batch, dream_id: str, now: float, origin: str, waiting: dict[str, Any]) -> None:
+    """Mark the sessions read (the agent's pass only: `dream run` leaves them for the agent's /dream)."""
+    state = batch.gate.load_state()
+    if origin == "agent":
+        for rel in batch.paths:
+            state["processed"][rel] = {"dream": dream_id, "at": now}
+        state["last_dream"] = now
+        batch.gate.clear_pending()
+    else:
+        state.setdefault("run_read", {}).update({rel: {"dream": dream_id, "at": now} for rel in batch.paths})
+    state["held"] = waiting
+    batch.gate.save_state(state)
+    if batch.redone is not None:
+        _supersede(batch.root, batch.redone, dream_id)
+
+
+def _message(batch: Batch, dream_id: str, folder: Path, chosen: list[Verified], hunks: list[Hunk], held: int) -> str:
+    files = sorted({h.path for h in hunks})
+    changes = f"{len(chosen)} change{'s' if len(chosen) != 1 else ''}"
+    message = (
+        f"dream {dream_id}: {changes} in {len(hunks)} hunk{'s' if len(hunks) != 1 else ''} proposed in "
+        f"{', '.join(files)}; read {folder / 'REPORT.md'}"
+        if hunks
+        else f"dream {dream_id}: {len(batch.paths)} session(s) read, no change proposed; see {folder / 'REPORT.md'}"
+    )
+    if held:
+        message += (
+            f"\n{held} verified item(s) wait for the next proposal (kept with their evidence; the "
+            "next `dream gather` lists them first)"
+        )
+    return message
 
 
 def render_proposal(
@@ -187,160 +367,44 @@ def render_proposal(
     origin: str = "agent",
     offered: list[str] | None = None,
 ) -> ProposeResult:
-    """Write `dreams/<id>/` for the verified items (all or nothing), mark the batch's sessions as read.
+    """Write `dreams/<id>/` for the verified items (all or nothing) and record the pass.
 
-    At most `dream.max_hunks` changes (one item = one change, however many diff hunks it renders to),
-    taken in the order the items were given; the other verified items wait in the dream state
-    (`held`) and the next `dream gather` lists them first. `offered`: fingerprints of waiting items the
-    last pack listed; one the agent left out is dropped (it was the agent's call).
+    Stages: the promoted items in the agent's order -> their sections -> the changes chosen (at most
+    `dream.max_hunks`, each in hunks of its own; the rest wait) -> proposal.json and REPORT.md -> written ->
+    the pass recorded. `offered`: fingerprints of waiting items the last pack listed; one the agent left out
+    no longer waits (it was the agent's call).
     """
-    ds = batch.settings.dream
     today = dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
-    promoted = [v for v in verified if v.item.stance in ("adopted", "rejected") and v.item.kind != "gap"]
-    promoted.sort(key=lambda v: v.item.n)  # the agent's order: it knows which matter most
-    sections: dict[str, str] = {}
-    for v in promoted:
-        topic = batch.topics.get(v.item.topic)
-        if placer is not None and topic is not None and not v.item.section and v.item.kind in ("fact", "decision"):
-            sections[v.item.fingerprint] = placer(v.item, topic)
-            where = sections[v.item.fingerprint]
-            v.notes.append(
-                f"No section given: placed at § {where} (it shares enough words and meaning with it)."
-                if where
-                else "No section given and none matched well enough: placed under "
-                f"§ {section_for(topic, '') or 'the end of the topic'}."
-            )
-    chosen: list[Verified] = []
-    held: list[tuple[Verified, str]] = []
-    patches: list[FilePatch] = []
-    for v in promoted:
-        if len(chosen) >= ds.max_hunks:
-            held.append((v, f"over the limit of {ds.max_hunks} changes per proposal (`dream.max_hunks`)"))
-            continue
-        trial, dropped = _patches(batch, [*chosen, v], sections, today)
-        if v.item.fingerprint in dropped:
-            held.append(
-                (
-                    v,
-                    "it changes lines another item of this proposal changes; it can go in once this "
-                    "proposal is reviewed",
-                )
-            )
-            continue
-        chosen, patches = [*chosen, v], trial
+    promoted = _promoted(verified)
+    sections = _place(batch, promoted, placer)
+    chosen, held, patches = _choose(batch, promoted, sections, today)
     hunks = [h for p in patches for h in p.hunks]
-    listed = [v for v in verified if v not in promoted]
     dream_id = new_stamp(batch.root, now)
     folder = batch.root.dreams_dir / dream_id
-    known = {**batch.topics, **({MEMORY_INDEX: batch.memory_md} if batch.memory_md else {})}
-    shas = {p.path: None if p.new_file else known[p.path].sha256 for p in patches}
-    by_fp = {v.item.fingerprint: v.item for v in chosen}
-    state = batch.gate.load_state()
-    waiting: dict[str, Any] = dict(state.get("held") or {})
-    submitted = {v.item.fingerprint for v in verified}
-    dropped_waiting = [
-        rec.get("statement", fp) for fp, rec in waiting.items() if fp in set(offered or []) and fp not in submitted
-    ]
-    waiting = {fp: rec for fp, rec in waiting.items() if fp not in submitted and fp not in set(offered or [])}
-    waiting.update({v.item.fingerprint: _held_record(batch, v, dream_id, now, why) for v, why in held})
-    report_extra = dict(extra or {})
-    if dropped_waiting:
-        report_extra["notes"] = [
-            *(report_extra.get("notes") or []),
-            *(
-                f"A verified item that waited from an earlier pass was not resubmitted, so it no longer waits: {s}"
-                for s in dropped_waiting
-            ),
-        ]
+    meta = _meta(batch, dream_id, now, origin, chosen, held, patches)
+    waiting, dropped = _waiting(batch, verified, held, dream_id, now, offered or [])
+    notes = [*(extra or {}).get("notes", []), *(
+        f"A verified item that waited from an earlier pass was not resubmitted, so it no longer waits: {s}"
+        for s in dropped
+    )]  # fmt: skip
     report = render_report(
         ReportInput(
-            dream_id,
-            now,
-            origin,
-            batch.paths,
-            hunks,
-            {v.item.fingerprint: v for v in chosen},
-            held,
-            listed,
-            refusals or [],
-            report_extra,
-            batch.sessions,
-            ds.max_hunks,
-            len(waiting),
+            dream_id, now, origin, batch.paths, hunks, meta["changes"], chosen, held,
+            [v for v in verified if v not in promoted], refusals or [], {**(extra or {}), "notes": notes},
+            batch.settings.dream.max_hunks, len(waiting),
         )
-    )
-    meta = {
-        "id": dream_id,
-        "created": now,
-        "created_utc": format_time(now),
-        "origin": origin,
-        "status": "pending" if hunks else "empty",
-        "sessions": batch.paths,
-        "targets": shas,
-        "current": dict(shas),
-        "base": {p.path: None if p.new_file else known[p.path].text for p in patches},
-        "hunks": [
-            {
-                "n": h.n,
-                "path": h.path,
-                "fingerprints": h.keys,
-                "kinds": [by_fp[k].kind for k in h.keys if k in by_fp],
-                "summary": "; ".join(by_fp[k].statement for k in h.keys if k in by_fp),
-                "status": "pending",
-            }
-            for h in hunks
-        ],
-        "items": {
-            fp: {
-                "kind": i.kind,
-                "statement": i.statement,
-                "stance": i.stance,
-                "target": i.topic,
-                "evidence": [q.ref for q in i.evidence],
-            }
-            for fp, i in by_fp.items()
-        },
-        "held_back": [v.item.statement for v, _why in held],
-    }
-    try:
-        folder.mkdir(parents=True)
-        if hunks:
-            atomic_write(folder / "proposal.diff", "".join(p.text() for p in patches))
-        atomic_write(folder / "REPORT.md", report)
-        write_meta(folder, meta)  # last: a folder with proposal.json is a complete proposal
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)  # a failed pass leaves no half-written dreams/<id>/
-        raise
-    for rel in batch.paths:
-        state["processed"][rel] = {"dream": dream_id, "at": now}
-    state["last_dream"] = now
-    state["held"] = waiting
-    batch.gate.save_state(state)
-    batch.gate.clear_pending()
-    if batch.redone is not None:
-        _supersede(batch.root, batch.redone, dream_id)
-    files = sorted({h.path for h in hunks})
-    changes = f"{len(chosen)} change{'s' if len(chosen) != 1 else ''}"
-    message = (
-        f"dream {dream_id}: {changes} in {len(hunks)} hunk{'s' if len(hunks) != 1 else ''} proposed in "
-        f"{', '.join(files)}; read {folder / 'REPORT.md'}"
-        if hunks
-        else f"dream {dream_id}: {len(batch.paths)} session(s) read, no change proposed; see {folder / 'REPORT.md'}"
-    )
-    if held:
-        message += (
-            f"\n{len(held)} verified item(s) wait for the next proposal (kept with their evidence; the "
-            "next `dream gather` lists them first)"
-        )
+    )  # fmt: skip
+    _write(folder, patches, report, meta)
+    _record_pass(batch, dream_id, now, origin, waiting)
     return ProposeResult(
         dream_id,
         folder,
         batch.paths,
         len(hunks),
-        files,
+        sorted({h.path for h in hunks}),
         refusals or [],
         [v.item.statement for v, _why in held],
-        message,
+        _message(batch, dream_id, folder, chosen, hunks, len(held)),
         changes=len(chosen),
     )
 
@@ -349,7 +413,7 @@ def _supersede(root: MemoryRoot, redone: dict[str, Any], dream_id: str) -> None:
     """The proposal a `--redo` replaces: removed when no hunk of it was applied or rejected (nothing refers to
     it then), else marked superseded (`show`/`apply` refuse it)."""
     folder = root.dreams_dir / str(redone["id"])
-    if all(h.get("status") == "pending" for h in redone.get("hunks", [])):
+    if all(h.get("status") in ("pending", "withheld") for h in redone.get("hunks", [])):
         shutil.rmtree(folder, ignore_errors=True)
         return
     redone.update(status="superseded", superseded_by=dream_id)

@@ -102,14 +102,14 @@ def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[in
         for n in wanted:
             if n not in by_n:
                 raise DreamError(f"proposal {meta['id']} has hunks 1 to {len(by_n)}; there is no hunk {n}")
-            if by_n[n]["status"] != "pending":
+            if by_n[n]["status"] not in ("pending", "withheld"):
                 raise DreamError(f"hunk {n} of proposal {meta['id']} was already {by_n[n]['status']}")
             chosen.append(n)
     chosen_set = set(chosen)
     grew = True
     while grew:
         fps = {fp for n in chosen_set for fp in by_n[n]["fingerprints"]}
-        more = {n for n, h in by_n.items() if h["status"] == "pending" and fps & set(h["fingerprints"])}
+        more = {n for n, h in by_n.items() if h["status"] in ("pending", "withheld") and fps & set(h["fingerprints"])}
         grew = not more <= chosen_set
         chosen_set |= more
     return sorted(chosen_set), sorted(chosen_set - set(chosen))
@@ -173,10 +173,43 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
         "diff": str(diff) if diff.exists() else None,
         "sessions": meta.get("sessions", []),
         "hunks": meta["hunks"],
+        "changes": _change_status(meta),
+        "second_reading": meta.get("second_reading", "not done"),
         "check": check,
         "diff_text": diff.read_text(encoding="utf-8") if diff.exists() else "",
         "proposals": proposals,
     }
+
+
+def changes_of(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """A proposal's changes (one per item, with its hunks); a proposal made before changes were recorded
+    counts each hunk as a change."""
+    if isinstance(meta.get("changes"), list):
+        return list(meta["changes"])
+    return [{"n": h["n"], "hunks": [h["n"]], "statement": h.get("summary", ""), "reading": None} for h in meta["hunks"]]
+
+
+def hunks_of_changes(meta: dict[str, Any], wanted: Sequence[int]) -> list[int]:
+    """The hunks that carry the changes `wanted` (numbers as REPORT.md and `show` give them)."""
+    by_n = {c["n"]: c for c in changes_of(meta)}
+    out: list[int] = []
+    for n in wanted:
+        if n not in by_n:
+            raise DreamError(f"proposal {meta['id']} has changes 1 to {len(by_n)}; there is no change {n}")
+        out += [h for h in by_n[n]["hunks"] if h not in out]
+    return out
+
+
+def _change_status(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each change with its hunks' paths and its status (the status of its hunks)."""
+    by_n = {h["n"]: h for h in meta["hunks"]}
+    out = []
+    for c in changes_of(meta):
+        statuses = {by_n[h]["status"] for h in c["hunks"] if h in by_n}
+        paths = sorted({by_n[h]["path"] for h in c["hunks"] if h in by_n})
+        status = statuses.pop() if len(statuses) == 1 else "partly " + "/".join(sorted(statuses))
+        out.append({**c, "status": status, "paths": paths})
+    return out
 
 
 def _review(
@@ -185,6 +218,7 @@ def _review(
     hunks: Sequence[int] | None,
     action: str,
     clock: Callable[[], float],
+    changes_wanted: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     mroot = MemoryRoot(root)
     gate = DreamGate(mroot, _settings(mroot), clock)
@@ -194,6 +228,8 @@ def _review(
         if meta["status"] == "superseded":
             raise DreamError(f"proposal {proposal_id} was superseded by {meta.get('superseded_by')}; review that one")
         parsed = _parsed(mroot, meta)
+        if changes_wanted is not None:
+            hunks = [*(hunks or []), *hunks_of_changes(meta, changes_wanted)]
         chosen, added = _select(meta, hunks)
         now = float(clock())
         changes = _check(mroot, meta, parsed, chosen) if action == "apply" else {}
@@ -206,15 +242,16 @@ def _review(
                 h["status"] = bucket
                 h[f"{bucket}_at"] = now
                 for fp in h["fingerprints"]:
-                    signature = meta.get("items", {}).get(fp, {}).get("signature")
+                    item = meta.get("items", {}).get(fp, {})
                     state[bucket][fp] = {
                         "proposal": proposal_id,
                         "hunk": h["n"],
                         "at": now,
                         "summary": h["summary"],
-                        "signature": signature,
+                        "statement": item.get("statement", h["summary"]),
+                        "target": item.get("target", h["path"]),
                     }
-        if all(h["status"] != "pending" for h in meta["hunks"]):
+        if all(h["status"] not in ("pending", "withheld") for h in meta["hunks"]):
             meta["status"] = "done"
         # proposal.json and the state are written through a journal, so files and records never disagree
         journal = ApplyJournal(mroot, proposal_id, chosen, meta, state, action)
@@ -223,7 +260,15 @@ def _review(
         else:
             journal.begin([])
         journal.commit(gate)
-        return {"id": proposal_id, "action": action, "hunks": chosen, "added": added, "files": sorted(changes)}
+        done = [c["n"] for c in changes_of(meta) if set(c["hunks"]) & set(chosen)]
+        return {
+            "id": proposal_id,
+            "action": action,
+            "hunks": chosen,
+            "changes": done,
+            "added": added,
+            "files": sorted(changes),
+        }
 
 
 def apply_proposal(
@@ -231,11 +276,13 @@ def apply_proposal(
     proposal_id: str | None = None,
     hunks: Sequence[int] | None = None,
     *,
+    changes: Sequence[int] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """Apply the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
-    review) to topics/ and MEMORY.md, all or nothing."""
-    return _review(root, proposal_id, hunks, "apply", clock)
+    """Apply the chosen changes or hunks (default: every pending change) of a proposal (default: the newest
+    with changes to review) to topics/ and MEMORY.md, all or nothing. A change the second reading withheld
+    is applied only when named."""
+    return _review(root, proposal_id, hunks, "apply", clock, changes)
 
 
 def reject_proposal(
@@ -243,8 +290,81 @@ def reject_proposal(
     proposal_id: str | None = None,
     hunks: Sequence[int] | None = None,
     *,
+    changes: Sequence[int] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """Reject the chosen hunks (default: every pending one) of a proposal (default: the newest with hunks to
-    review); their items are never proposed again."""
-    return _review(root, proposal_id, hunks, "reject", clock)
+    """Reject the chosen changes or hunks (default: every pending one) of a proposal (default: the newest
+    with changes to review); they, and items close to them, are never proposed again."""
+    return _review(root, proposal_id, hunks, "reject", clock, changes)
+
+
+VERDICTS = ("accept", "reject")
+
+
+def _parse_verdicts(data: Any, meta: dict[str, Any]) -> dict[int, tuple[str, str]]:
+    """{change: (verdict, reason)} from `{"verdicts": [{"change": 1, "verdict": "accept", "reason": "..."}]}`."""
+    raw = data.get("verdicts") if isinstance(data, dict) else data
+    if not isinstance(raw, list) or not raw:
+        raise DreamError(
+            'verdicts must be {"verdicts": [{"change": 1, "verdict": "accept" or "reject", "reason": ...}]}'
+        )
+    known = {c["n"] for c in changes_of(meta)}
+    out: dict[int, tuple[str, str]] = {}
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise DreamError("each verdict is an object with change, verdict and reason")
+        n, verdict, reason = entry.get("change"), str(entry.get("verdict", "")).strip(), str(entry.get("reason", ""))
+        if not isinstance(n, int) or n not in known:
+            raise DreamError(f"proposal {meta['id']} has changes {sorted(known)}; a verdict names change {n!r}")
+        if verdict not in VERDICTS or not reason.strip():
+            raise DreamError(f"the verdict on change {n} must be accept or reject, with a reason")
+        out[n] = (verdict, reason.strip())
+    return out
+
+
+def record_verdicts(
+    root: str | os.PathLike[str],
+    proposal_id: str | None,
+    data: Any,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Record a second reader's verdicts on a proposal's changes: in proposal.json and REPORT.md; a change
+    the reader rejects is withheld (not applied unless a person names it), with the reason."""
+    from memory_server.dream.journal import write_meta
+    from memory_server.dream.report import mark_read, record_reading
+    from memory_server.files.writing import atomic_write
+
+    mroot = MemoryRoot(root)
+    gate = DreamGate(mroot, _settings(mroot), clock)
+    with dream_lock(gate, gate.settings.lock_wait_seconds, "run `memory-server dream verdicts`"):
+        proposal_id = proposal_id or newest_id(mroot)
+        meta = _read_meta(mroot, proposal_id)
+        verdicts = _parse_verdicts(data, meta)
+        changes = changes_of(meta)
+        report_path = mroot.dreams_dir / proposal_id / "REPORT.md"
+        report = report_path.read_text(encoding="utf-8") if report_path.exists() else ""
+        withheld: list[int] = []
+        for c in changes:
+            if c["n"] not in verdicts:
+                continue
+            verdict, reason = verdicts[c["n"]]
+            c["reading"] = {"verdict": verdict, "reason": reason, "at": float(clock())}
+            report = record_reading(report, c["n"], "accepted" if verdict == "accept" else "withheld", reason)
+            if verdict == "reject":
+                withheld.append(c["n"])
+                for h in meta["hunks"]:
+                    if h["n"] in c["hunks"] and h["status"] == "pending":
+                        h["status"] = "withheld"
+        unread = [c["n"] for c in changes if not c.get("reading")]
+        meta["changes"] = changes
+        meta["second_reading"] = "done" if not unread else "partly done"
+        summary = (
+            f"done by a fresh reader: {len(verdicts) - len(withheld)} accepted, {len(withheld)} withheld"
+            + (f" (changes {', '.join(map(str, withheld))}: not applied unless named)" if withheld else "")
+            + (f"; changes {', '.join(map(str, unread))} not read" if unread else "")
+        )
+        atomic_write(report_path, mark_read(report, summary))
+        write_meta(mroot.dreams_dir / proposal_id, meta)
+        return {"id": proposal_id, "accepted": sorted(set(verdicts) - set(withheld)), "withheld": withheld,
+                "unread": unread, "summary": summary}  # fmt: skip

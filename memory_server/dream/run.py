@@ -20,50 +20,45 @@ from collections.abc import Callable
 from typing import Any
 
 from memory_server.dream.edits import code_span
-from memory_server.dream.evidence import FailureItem
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.items import LESSONS, ProposalItem, Quote
 from memory_server.dream.proposals import dream_lock
 from memory_server.dream.propose import Batch, ProposeResult, open_batch, render_proposal
 from memory_server.dream.recall import RecallEvent, RecallLog, content_words
+from memory_server.dream.record import FailureRecord, SessionRecord
 from memory_server.errors import DreamError
 from memory_server.files.root import MemoryRoot
 from memory_server.settings import DreamSettings, load_settings
 
-DreamResult = ProposeResult
-
 
 def repeated_errors(batch: Batch) -> list[ProposalItem]:
-    """A lesson item per normalised error seen in enough sessions, citing one session's error and its fix."""
-    seen: dict[str, list[tuple[str, FailureItem]]] = {}
+    """A lesson item per normalised error seen (and fixed) in enough sessions, citing each one's failure and fix."""
+    seen: dict[str, dict[str, FailureRecord]] = {}
     for s in batch.sessions:
         for f in s.failures:
-            if f.normalised and f.normalised != "failed":
-                seen.setdefault(f.normalised, []).append((s.ref_base, f))
+            if f.normalised and f.normalised != "failed" and f.fix:
+                seen.setdefault(f.normalised, {}).setdefault(s.ref_base, f)
     lessons = batch.topics.get(LESSONS)
     out: list[ProposalItem] = []
-    for normalised, hits in sorted(seen.items()):
-        if len({base for base, _f in hits}) < batch.settings.dream.lesson_min_sessions:
+    for normalised, by_session in sorted(seen.items()):
+        if len(by_session) < batch.settings.dream.lesson_min_sessions:
             continue
         if lessons is not None and normalised in lessons.text.casefold():
             continue
-        fixed = next((f for _b, f in hits if f.fix), None)
-        if fixed is None:
-            continue
-        error = fixed.error.splitlines()[0][:200]
-        sessions = len({base for base, _f in hits})
+        first = next(iter(by_session.values()))
+        error = first.error.splitlines()[0][:200]
         # the statement quotes the error as code: a session's text is data, never a rule in its own words
-        statement = f"Repeated error (in {sessions} sessions): {code_span(_cut(error, 100))}"
-        out.append(
-            ProposalItem(
-                len(out) + 1,
-                "repeated-error",
-                "lesson",
-                statement,
-                "adopted",
-                LESSONS,
-                evidence=[Quote(fixed.ref, error, "error"), Quote(fixed.fix[0].ref, fixed.fix[0].text[:200], "fix")],
+        evidence = [
+            q
+            for f in by_session.values()
+            for q in (
+                Quote(f.ref, f.error.splitlines()[0][:200], "error"),
+                Quote(f.fix[0].ref, f.fix[0].text[:200], "fix"),
             )
+        ]
+        statement = f"Repeated error: {code_span(_cut(error, 100))}"
+        out.append(
+            ProposalItem(len(out) + 1, "repeated-error", "lesson", statement, "adopted", LESSONS, evidence=evidence)
         )
     return out
 
@@ -99,6 +94,11 @@ def knowledge_gaps(events: list[RecallEvent], settings: DreamSettings, since: fl
     return sorted(gaps, key=lambda g: (-g["asks"], g["key"]))
 
 
+def _spoken(s: SessionRecord) -> str:
+    """What the person and the agent said in a session (not tool output or files)."""
+    return " ".join(t.text for t in s.turns if t.kind in ("request", "answer", "correction", "reply"))
+
+
 def stale_topics(batch: Batch) -> list[dict[str, Any]]:
     """Topics much older than the newest session read, whose subject keeps coming up in sessions since."""
     ds = batch.settings.dream
@@ -114,11 +114,7 @@ def stale_topics(batch: Batch) -> list[dict[str, Any]]:
         subject = set(content_words(topic.title)) | {t.casefold() for t in topic.tags}
         if age < ds.stale_min_days or not subject:
             continue
-        hits = [
-            s.path
-            for s in dated
-            if s.date and s.date > topic.date and subject & set(content_words(" ".join(i.text for i in s.items)))
-        ]
+        hits = [s.path for s in dated if s.date and s.date > topic.date and subject & set(content_words(_spoken(s)))]
         if len(hits) >= ds.stale_min_sessions:
             out.append({"path": path, "updated": topic.date, "age_days": age, "sessions": hits})
     return out
@@ -141,10 +137,11 @@ def run_dream(
     settings = load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream run`"):
+        state = gate.load_state()
+        unread = [p for p in gate.unprocessed_sessions(state) if p not in (state.get("run_read") or {})]
         try:
-            batch = open_batch(mroot, settings, gate, redo)
+            batch = open_batch(mroot, settings, gate, redo, unread)
         except DreamError as exc:
-            gate.clear_pending()
             return ProposeResult(None, None, message=str(exc))
         verified, refused = batch.verify(repeated_errors(batch))
         recall = RecallLog(mroot.state_dir, max_events=settings.dream.recall_max_events)

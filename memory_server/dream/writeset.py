@@ -15,7 +15,7 @@ from memory_server.errors import PathRefusedError, StaleProposalError
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.reading import sha256_bytes
 from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR
-from memory_server.files.writing import atomic_write, commit_staged, stage, unlink_quietly
+from memory_server.files.writing import atomic_write, commit_staged, stage, swap_into_place, unlink_quietly
 
 
 class Journal(Protocol):
@@ -39,6 +39,19 @@ def check_target(root: Path, rel: str) -> Path:
             raise PathRefusedError(f"{rel!r} goes through a symbolic link; refusing to write it")
         probe = probe.parent
     return dest
+
+
+def _put(rel: str, temp: Path, dest: Path, before: bytes | None, regenerate: str) -> None:
+    """Move one staged file into place; a person's save that landed since the check is kept, not replaced."""
+    if before is None:
+        commit_staged(temp, dest, exclusive=True)  # a link fails rather than replace a file made meanwhile
+        return
+    saved = swap_into_place(temp, dest, before)
+    if saved is not None:
+        raise StaleProposalError(
+            f"{rel} was saved by someone while the proposal was being applied; their version was kept and "
+            f"nothing of this apply remains. {regenerate}"
+        )
 
 
 def write_all_or_nothing(
@@ -92,8 +105,7 @@ def write_all_or_nothing(
     done: list[str] = []
     try:
         for rel in sorted(changes):
-            # a new file is linked: that fails rather than replace one made meanwhile
-            commit_staged(temps[rel], dests[rel], exclusive=before[rel] is None)
+            _put(rel, temps[rel], dests[rel], before[rel], regenerate)
             done.append(rel)
             if len(done) == 1:
                 crash_point("dream-apply-after-first-rename")

@@ -6,12 +6,17 @@ use the two halves, `stage` then `commit_staged`, with a journal between them.
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import logging
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memory_server.files.crashpoints import crash_point
@@ -61,6 +66,70 @@ def commit_staged(temp: Path, dest: Path, *, exclusive: bool = False) -> None:
     else:
         os.replace(temp, dest)
     fsync_dir(Path(dest).parent)
+
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+@functools.lru_cache(maxsize=1)
+def _renameat2() -> Callable[..., int] | None:
+    """Linux's renameat2(2) from the C library, or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        func: Callable[..., int] = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    return func
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two files atomically (each name then holds the other's content); False where the system cannot."""
+    func = _renameat2()
+    if func is None:
+        return False
+    if func(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False  # a file system without exchange
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def swap_into_place(temp: Path, dest: Path, expected: bytes) -> bytes | None:
+    """Put `temp` in place of `dest`, which must still hold `expected`; None when done.
+
+    An editor takes no lock, so a person's save can land between a check of `dest` and the rename. Here the
+    two files are exchanged atomically and the content taken out is compared with `expected`: when a save
+    landed meanwhile, they are exchanged back (the person's version stays) and that version is returned.
+    Where the system cannot exchange, the old file is kept open across the rename and read again after it,
+    which catches a save written into the file (not one renamed over it in that instant).
+    """
+    if exchange(temp, dest):
+        try:
+            taken_out = temp.read_bytes()
+        except OSError:
+            taken_out = b""
+        if taken_out != expected:
+            exchange(temp, dest)  # the person's save goes back where it was
+            unlink_quietly(temp)
+            return taken_out
+        unlink_quietly(temp)
+        fsync_dir(dest.parent)
+        return None
+    with open(dest, "rb") as old:
+        if old.read() != expected:
+            return dest.read_bytes()
+        os.replace(temp, dest)
+        old.seek(0)
+        after = old.read()
+    if after != expected:
+        atomic_write(dest, after)  # a save written into the old file while it was replaced: put it back
+        return after
+    fsync_dir(dest.parent)
+    return None
 
 
 def atomic_write(dest: Path, data: str | bytes, *, exclusive: bool = False) -> None:

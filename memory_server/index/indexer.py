@@ -56,10 +56,22 @@ class SyncReport:
     cache_pruned: int = 0  # a rebuild: cached embeddings of text no chunk holds any more, dropped
     transcript_bytes_read: int = 0  # of transcripts, only what is new since this process last read them
     seconds: float = 0.0
+    files_total: int = 0  # files the keyword pass went through, and how many of them are committed
+    files_done: int = 0
+    chunks_total: int = 0  # chunks waiting for vectors when the vector pass began
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.removed)
+
+    def kept(self) -> str:
+        """What an interrupted update left in place (every commit stays; the next run goes on from there)."""
+        parts = [f"the keyword index is up to date for {self.files_done:,} of {self.files_total:,} files"]
+        if self.chunks_total:
+            parts.append(f"vectors of {self.vectors_written:,} of {self.chunks_total:,} chunks are stored")
+        if self.chunks_embedded:
+            parts.append(f"{self.chunks_embedded:,} chunks embedded now are cached and will not be embedded again")
+        return "; ".join(parts)
 
     def summary(self) -> str:
         return (
@@ -103,6 +115,7 @@ class Indexer(IndexRepairs):
         self._links = HardLinks(root.path)
         self._followers: dict[str, TranscriptFollower] = {}  # growing transcripts, read where the last read stopped
         self.cancel = threading.Event()  # set by the server on shutdown; checked between files and batches
+        self.report = SyncReport()  # the update under way (or the last one): what an interruption kept
         self._checked = False  # the FTS database passed its integrity check in this process
         self._used_keys: set[str] | None = None  # during a rebuild: the cache keys of every chunk embedded
 
@@ -128,7 +141,7 @@ class Indexer(IndexRepairs):
         when another process keeps the writer lock for longer than `timeout` seconds.
         """
         started = time.monotonic()
-        report = SyncReport()
+        report = self.report = SyncReport()
         self._links = HardLinks(self.root.path)  # counted once per pass, if a file has several names
         with self._writer(timeout):
             if rebuild:
@@ -139,6 +152,7 @@ class Indexer(IndexRepairs):
             else:
                 self._sync_keyword(report, paths, progress, verify)
             if self.vectors is not None and self.embedder is not None and vectors:
+                self._set_progress("opening the vector index", 0, 0, progress)
                 self._open_vectors()
                 self._check_recipe(rebuild)
                 # A rebuild embeds every chunk, so it knows every text the cache still needs.
@@ -207,7 +221,8 @@ class Indexer(IndexRepairs):
             known = {p: r for p, r in known.items() if p in wanted}
             gone = [p for p in wanted if p in known and not (self.root.path / p).is_file()]
             wanted = {p: layer for p, layer in wanted.items() if (self.root.path / p).is_file()}
-        total = len(wanted)
+        total = report.files_total = len(wanted)
+        self._set_progress("reading files", 0, total, progress)
         self.fts.begin()
         try:
             for n, (rel, layer) in enumerate(sorted(wanted.items()), 1):
@@ -215,21 +230,24 @@ class Indexer(IndexRepairs):
                 self._sync_file(rel, layer, known.get(rel), report, verify)
                 if n % 200 == 0:
                     self.fts.commit()
+                    report.files_done = n
                     self.fts.begin()
-                    self._set_progress("reading files", n, total, progress)
+                self._set_progress("reading files", n, total, progress)
             for rel in gone:
                 self.fts.remove_file(rel)
                 report.removed.append(rel)
             self.fts.commit()
+            report.files_done = total
         except BaseException:
             self.fts.rollback()
             raise
         if gone and self.vectors is not None:
             self.vectors.delete_paths(gone)
-        self._set_progress("reading files", total, total, progress)
 
     def _rebuild_keyword(self, report: SyncReport, progress: Progress | None) -> None:
         wanted = self._wanted(None)
+        report.files_total = len(wanted)
+        self._set_progress("reading files", 0, len(wanted), progress)
         self.fts.begin()
         try:
             self.fts.clear()  # readers keep seeing the old index until this transaction commits
@@ -237,13 +255,12 @@ class Indexer(IndexRepairs):
                 self._sync_file(rel, layer, None, report)
                 if n == len(wanted) // 2:
                     crash_point("index-rebuild-mid-keyword")
-                if n % 200 == 0:
-                    self._set_progress("reading files", n, len(wanted), progress)
-            self.fts.commit()
+                self._set_progress("reading files", n, len(wanted), progress)
+            self.fts.commit()  # one transaction: an interrupted rebuild keeps the old index whole
+            report.files_done = len(wanted)
         except BaseException:
             self.fts.rollback()
             raise
-        self._set_progress("reading files", len(wanted), len(wanted), progress)
 
     def _sync_file(
         self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
@@ -375,7 +392,9 @@ class Indexer(IndexRepairs):
             for f in self.fts.files().values()
             if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
         ]
-        total = sum(f.chunks for f in pending)
+        total = report.chunks_total = sum(f.chunks for f in pending)
+        if total:
+            self._set_progress("embedding", 0, total, progress)  # at once: the model may take seconds to load
         done = 0
         group: list[FileRecord] = []
         group_chunks = 0
@@ -384,14 +403,23 @@ class Indexer(IndexRepairs):
             group.append(record)
             group_chunks += record.chunks
             if group_chunks >= 512:
-                done += self._embed_group(group, report)
-                self._set_progress("embedding", done, total, progress)
+                done += self._embed_group(group, report, progress, done, total)
                 group, group_chunks = [], 0
         if group:
-            done += self._embed_group(group, report)
-            self._set_progress("embedding", done, total, progress)
+            done += self._embed_group(group, report, progress, done, total)
+        if total:
+            self._set_progress("writing", done, total, progress)
 
-    def _embed_group(self, records: list[FileRecord], report: SyncReport) -> int:
+    def _embed_group(
+        self,
+        records: list[FileRecord],
+        report: SyncReport,
+        progress: Progress | None = None,
+        done: int = 0,
+        total: int = 0,
+    ) -> int:
+        """Embed the chunks of `records` (from the cache where it can) and write their vectors, reporting
+        progress as `done` (chunks before this group) plus how far it got, of `total`."""
         assert self.vectors is not None and self.embedder is not None
         chunks: list[Chunk] = []
         for r in records:
@@ -410,7 +438,10 @@ class Indexer(IndexRepairs):
             vectors[part] = self.cache.embed(
                 self.embedder, [texts[j] for j in part], self.settings.embedding.token_vectors
             )
-        report.chunks_embedded += self.cache.misses - misses
+            report.chunks_embedded += self.cache.misses - misses  # cached as it goes: an interruption keeps them
+            misses = self.cache.misses
+            self._set_progress("embedding", done + i + len(part), total, progress)
+        self._set_progress("writing", done + len(chunks), total, progress)
         self.vectors.delete_paths([r.path for r in records])
         if chunks:
             self.vectors.upsert(chunks, vectors)

@@ -47,10 +47,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_server.errors import MemoryServerError, PathRefusedError, TranscriptError
+from memory_server.errors import MemoryServerError, PathRefusedError, RootError, TranscriptError
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import COMPRESS_LOCK, FileLock
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import MemoryRoot, not_set_up_message
 from memory_server.files.writing import remove_stale_temps
 from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.text import SLUG_FILLER
@@ -132,6 +132,8 @@ def compress_all(
 
     A transcript that cannot be read is logged and skipped. `progress(done, total)` is called after each.
     """
+    if not root.is_set_up:  # one message, not one per transcript
+        raise RootError(not_set_up_message(root.path))
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise TranscriptError(f"transcript folder {folder} does not exist: point at ~/.claude/projects/<project>")

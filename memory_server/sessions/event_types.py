@@ -101,6 +101,7 @@ class Failure:
     fixed_line: int | None = None
     speaker: str = "tool"
     kind: str = "failure"
+    result_line: int | None = None  # the line of the output that reports it (`line` is the call's)
 
     @property
     def text(self) -> str:

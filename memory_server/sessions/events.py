@@ -82,7 +82,25 @@ _FEEDBACK = re.compile(r"(?s)the user said:\s*\n?(.*)$")
 _COMPACT_PREFIX = re.compile(
     r"^This session is being continued from a previous conversation.*?(?:conversation\.|below\.)\s*", re.DOTALL
 )
-_NO_RESPONSE = "No response requested."  # what Claude Code writes after a local command such as /exit
+_NO_RESPONSE = "No response requested."
+# Claude Code's own text when the person chose to discuss an AskUserQuestion instead of answering it: not
+# their words, but it carries their notes ("User notes: ...") and a tentative pick ("Answer: ...").
+_CLARIFY = re.compile(r"^\s*The user wants to clarify these questions", re.I)
+_USER_NOTES = re.compile(r"(?m)^\s*User notes:\s*(.+?)\s*$")
+
+
+def clarifying(feedback: str) -> bool:
+    """Whether rejection feedback is Claude Code's canned "the user wants to clarify these questions" text."""
+    return bool(_CLARIFY.match(feedback))
+
+
+def clarify_notes(feedback: str) -> list[str]:
+    """The person's own notes inside that canned text."""
+    return [
+        n for n in _USER_NOTES.findall(feedback) if n.strip()
+    ]  # what Claude Code writes after a local command such as /exit
+
+
 _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 
 
@@ -194,14 +212,14 @@ class _Builder:
             command = text.split()[0] if "<command-name>" in m.text else None
             expansion_due = command is not None
             if last_reply is not None:
-                self.replies.append(ClosingReply(last_reply.line, last_reply.timestamp, _safe(last_reply.text)))
+                self.replies.append(_closing(last_reply))
                 last_reply = None
             self.users.append(UserMessage(m.line, m.timestamp, _safe(text), command))
             pasted = looks_like_error(clean(text))
             if pasted:
                 self.failures.append(Failure(m.line, m.timestamp, pasted, "pasted by the user", "", speaker="user"))
         if last_reply is not None:
-            self.replies.append(ClosingReply(last_reply.line, last_reply.timestamp, _safe(last_reply.text), final=True))
+            self.replies.append(_closing(last_reply, final=True))
         elif self.replies:
             self.replies[-1] = ClosingReply(
                 self.replies[-1].line, self.replies[-1].timestamp, self.replies[-1].text, True
@@ -215,6 +233,8 @@ class _Builder:
                 continue
             said = _FEEDBACK.search(res.text)
             feedback = said.group(1).strip() if said else ""
+            if clarifying(feedback):
+                feedback = " ".join(clarify_notes(feedback))
             use = self.calls.get(res.tool_use_id)
             if feedback:
                 label = tool_label(use, self.t.cwd) if use is not None else ""
@@ -250,28 +270,36 @@ class _Builder:
             if isinstance(command, str) and tool in SHELL_TOOLS:
                 same = command_key(command) == key
                 if same and later_res is not None and not failed(later_res):
-                    fixed = later_m.line
+                    fixed = later.line or later_m.line
                     break
                 if not same and changes_things(command) and not failed(later_res):
                     steps.append(
-                        FixStep(later_m.line, later_m.timestamp, "command", code_span(one_line(clean(command), 120)))
+                        FixStep(
+                            later.line or later_m.line,
+                            later_m.timestamp,
+                            "command",
+                            code_span(one_line(clean(command), 120)),
+                        )
                     )
             elif (
                 key.startswith("tool ") and later.name == use.name and later_res is not None and not later_res.is_error
             ):
-                fixed = later_m.line
+                fixed = later.line or later_m.line
                 break
             elif tool in EDIT_TOOLS and later_res is not None and not later_res.is_error:
-                steps.append(FixStep(later_m.line, later_m.timestamp, "edit", _edit_text(later, self.t.cwd)))
+                steps.append(
+                    FixStep(later.line or later_m.line, later_m.timestamp, "edit", _edit_text(later, self.t.cwd))
+                )
         self.failures.append(
             Failure(
-                m.line,
+                use.line or m.line,
                 self._answer_time(res) or m.timestamp,
                 error[:MAX_TEXT],
                 tool_label(use, self.t.cwd),
                 key,
                 tuple(steps) if fixed is not None else (),
                 fixed,
+                result_line=self._answer_line(res),
             )
         )
 
@@ -293,7 +321,7 @@ class _Builder:
         elif res is not None:
             answers = dict(_ANSWER_TEXT.findall(res.text))
             said = _FEEDBACK.search(res.text) if _REJECTION.match(res.text.strip()) else None
-            if said and said.group(1).strip():
+            if said and said.group(1).strip() and not clarifying(said.group(1)):
                 answers = {"*": said.group(1).strip()}
         line = self._answer_line(res) or m.line
         for q in questions:
@@ -303,6 +331,12 @@ class _Builder:
                 self.questions.append(
                     QuestionAnswer(line, self._answer_time(res) or m.timestamp, _safe(text), _safe(answer), m.line)
                 )
+
+
+def _closing(m: Message, final: bool = False) -> ClosingReply:
+    """The agent's reply, cited at the line its text is on (a merged message starts earlier, with its thinking)."""
+    line = m.text_lines[-1][0] if m.text_lines else m.line
+    return ClosingReply(line, m.timestamp, _safe(m.text), final)
 
 
 def _edit_text(use: ToolUse, cwd: str | None) -> str:

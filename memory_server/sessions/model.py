@@ -27,6 +27,7 @@ class ToolUse(NamedTuple):
     name: str
     input: dict[str, Any]
     id: str
+    line: int = 0  # the JSONL line of the record that holds the call
 
 
 class ToolResult(NamedTuple):
@@ -59,6 +60,9 @@ class Message:
     message_id: str = ""
     origin: str = ""
     agent_id: str = ""
+    # Each text block with the JSONL line it was written on (a merged message spans several lines).
+    text_lines: list[tuple[int, str]] = field(default_factory=list)
+    leaf_uuid: str = ""  # a summary record: the message it summarises up to (often in another session)
 
     @property
     def search_text(self) -> str:
@@ -94,6 +98,7 @@ class Transcript:
     record_types: Counter[str] = field(default_factory=Counter)
     results: dict[str, ToolResult] = field(default_factory=dict)
     sha256: str = ""  # of the bytes of lines 1..line_count, as read
+    uuids: set[str] = field(default_factory=set)  # of every record read: tells this session's summaries from others'
 
     def result_of(self, use: ToolUse) -> ToolResult | None:
         """The result answering a tool call, if the transcript has one."""

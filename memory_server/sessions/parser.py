@@ -217,7 +217,8 @@ class _Parser:
         msg = rec.get("message")
         if rtype == "summary":
             if isinstance(rec.get("summary"), str) and rec["summary"].strip():
-                self._add(Message(n, n, "summary", stamp, text=rec["summary"].strip()))
+                leaf = _str(rec.get("leafUuid"))
+                self._add(Message(n, n, "summary", stamp, text=rec["summary"].strip(), leaf_uuid=leaf))
         elif rtype == "system":
             self._add(self._system(rec, n, stamp))
         elif rtype == "tool_use" and not isinstance(msg, dict):
@@ -249,6 +250,9 @@ class _Parser:
         version = rec.get("version")
         if isinstance(version, str) and _VERSION.match(version):
             t.version = version
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str) and 0 < len(uuid) <= 100:
+            t.uuids.add(uuid)
 
     def _add(self, m: Message) -> None:
         msgs = self.t.messages
@@ -265,6 +269,7 @@ class _Parser:
             prev.text = "\n\n".join(s for s in (prev.text, m.text) if s)
             prev.thinking = "\n\n".join(s for s in (prev.thinking, m.thinking) if s)
             prev.tool_uses.extend(m.tool_uses)
+            prev.text_lines.extend(m.text_lines)
             prev.images += m.images
             prev.end_line = m.end_line
             return
@@ -314,6 +319,7 @@ class _Parser:
                 elif kind in ("image", "document"):
                     m.images += 1
         m.text = "\n\n".join(s for s in texts if s.strip())
+        m.text_lines = [(n, m.text)] if m.text else []
         m.thinking = "\n\n".join(thinking)
         m.is_compact_summary = m.is_compact_summary or (role == "user" and m.text.startswith(_COMPACT_PREFIX))
         return m
@@ -337,7 +343,7 @@ class _Parser:
             tid = f"line{n}-{i}"
             self.pending_anonymous.append(tid)
         self.known_ids.add(tid)
-        return ToolUse(name, args, tid)
+        return ToolUse(name, args, tid, n)
 
     def _tool_result(self, block: dict[str, Any], rec: dict[str, Any], n: int, *, single: bool) -> ToolResult:
         data = rec.get("toolUseResult") if single else None

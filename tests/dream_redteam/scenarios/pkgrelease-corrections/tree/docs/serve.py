@@ -1,0 +1,5 @@
+import http.server
+
+PORT = 8081
+
+http.server.test(HandlerClass=http.server.SimpleHTTPRequestHandler, port=PORT)

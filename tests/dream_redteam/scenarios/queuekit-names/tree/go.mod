@@ -1,0 +1,3 @@
+module example.com/queuekit
+
+go 1.22

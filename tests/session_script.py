@@ -1,0 +1,114 @@
+"""Claude Code transcripts written by hand, record by record, in the shapes real sessions have (user and
+assistant messages, tool calls and results, rejections, AskUserQuestion answers, compaction summaries and
+Claude Code's own notices), for tests that need sessions of a given story."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+)
+
+
+class Script:
+    """One session's transcript, written line by line; every method returns the JSONL line it wrote."""
+
+    def __init__(self, session_id: str, start: dt.datetime, cwd: str = "/home/dev/project") -> None:
+        self.session_id = session_id
+        self.clock = start
+        self.cwd = cwd
+        self.records: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.calls = 0
+
+    def _add(self, record: dict[str, Any]) -> int:
+        self.clock += dt.timedelta(seconds=30)
+        uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{len(self.records)}"))
+        base = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": "2.1.30",
+            "gitBranch": "main",
+            "uuid": uid,
+            "timestamp": self.clock.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        }
+        self.records.append({**base, **record})
+        self.parent = uid
+        return len(self.records)
+
+    def user(self, text: str, **extra: Any) -> int:
+        return self._add({"type": "user", "message": {"role": "user", "content": text}, **extra})
+
+    def meta(self, text: str) -> int:
+        """Claude Code's own text in the person's place (a skill's body, a notice)."""
+        return self.user(text, isMeta=True)
+
+    def compact_summary(self, text: str) -> int:
+        body = "This session is being continued from a previous conversation that ran out of context. " + text
+        return self.user(body, isCompactSummary=True)
+
+    def assistant(self, text: str) -> int:
+        mid = f"msg_{len(self.records)}"
+        content = [{"type": "text", "text": text}]
+        return self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": content}})
+
+    def _use(self, name: str, args: dict[str, Any]) -> tuple[int, str]:
+        self.calls += 1
+        tid = f"toolu_{self.session_id[:8]}_{self.calls}"
+        content = [{"type": "tool_use", "id": tid, "name": name, "input": args}]
+        line = self._add(
+            {"type": "assistant", "message": {"id": f"msg_{tid}", "role": "assistant", "content": content}}
+        )
+        return line, tid
+
+    def _result(self, tid: str, text: str, *, error: bool = False, data: Any = None) -> int:
+        block = {"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": error}
+        extra = {"toolUseResult": data} if data is not None else {}
+        return self._add({"type": "user", "message": {"role": "user", "content": [block]}, **extra})
+
+    def bash(self, command: str, output: str, *, error: bool = False) -> tuple[int, int]:
+        line, tid = self._use("Bash", {"command": command, "description": "run"})
+        data = {"stdout": output, "stderr": "", "interrupted": False}
+        return line, self._result(tid, output if not error else f"Exit code 1\n{output}", error=error, data=data)
+
+    def read(self, path: str, content: str) -> tuple[int, int]:
+        line, tid = self._use("Read", {"file_path": f"{self.cwd}/{path}"})
+        numbered = "\n".join(f"{n:>6}→{ln}" for n, ln in enumerate(content.splitlines(), 1))
+        return line, self._result(tid, numbered)
+
+    def edit(self, path: str, old: str, new: str) -> tuple[int, int]:
+        line, tid = self._use("Edit", {"file_path": f"{self.cwd}/{path}", "old_string": old, "new_string": new})
+        return line, self._result(tid, f"The file {self.cwd}/{path} has been updated.")
+
+    def write(self, path: str, content: str) -> tuple[int, int]:
+        line, tid = self._use("Write", {"file_path": f"{self.cwd}/{path}", "content": content})
+        return line, self._result(tid, f"File created successfully at: {self.cwd}/{path}")
+
+    def reject(self, command: str, feedback: str) -> tuple[int, int]:
+        """A tool call the person rejected, with their feedback."""
+        line, tid = self._use("Bash", {"command": command})
+        return line, self._result(tid, REJECTED + feedback, error=True)
+
+    def ask(self, question: str, answer: str) -> tuple[int, int]:
+        args = {"questions": [{"question": question, "header": "Choice", "options": [], "multiSelect": False}]}
+        line, tid = self._use("AskUserQuestion", args)
+        text = (
+            f'User has answered your questions: "{question}"="{answer}". '
+            "You can now continue with the user's answers in mind."
+        )
+        return line, self._result(tid, text, data={"questions": args["questions"], "answers": {question: answer}})
+
+    def save(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.session_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
+        return path

@@ -1,0 +1,49 @@
+"""The README is a front door: short, its links lead somewhere, and its sample topic is a topic."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+from memory_server.parse.markdown import parse_document
+
+README = REPO / "README.md"
+DOCS = ("benchmarks", "settings", "guarantees", "dream", "sessions", "reference", "embeddings", "python-api")
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def test_the_readme_is_a_front_door() -> None:
+    size = len(readme().encode("utf-8"))
+    assert size <= 16_000, f"the README is {size} bytes; move reference text into docs/"
+    for heading in ("## Set-up: two commands", "## Claude Code", "## A topic file", "## Uninstall"):
+        assert f"\n{heading}\n" in readme(), heading
+    assert "## Saving what the user asks to remember" in readme()
+    assert "## What to do with `dreams/`" in readme()
+
+
+def test_every_reference_document_is_linked_and_every_link_resolves() -> None:
+    text = readme()
+    for name in DOCS:
+        assert f"(docs/{name}.md)" in text, f"the README does not link docs/{name}.md"
+    for document in [README, REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]:
+        prose = re.sub(r"```.*?```|`[^`]*`", "", document.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", prose):
+            if "://" in target:
+                continue
+            assert (document.parent / target).exists(), f"{document.name} links {target}, which does not exist"
+    contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "topics/architecture.md" in contributing and ".ci/run" in contributing
+
+
+def test_the_readme_sample_topic_is_a_clean_topic() -> None:
+    text = readme()
+    section = text[text.index("\n## A topic file\n") :]
+    (sample,) = re.findall(r"^```markdown\n(.*?)^```", section, flags=re.M | re.S)[:1]
+    doc = parse_document("topics/printer.md", "topic", sample)
+    assert doc.warnings == [], doc.warnings
+    assert doc.title == "Printer" and doc.meta["description"] and doc.date == "2026-03-01"
+    assert any("E-4242" in chunk.text for chunk in doc.chunks)

@@ -1,0 +1,76 @@
+"""The frozen /dream red-team set (tests/dream_redteam/) through the program's checks alone: each item alone on
+a fresh state of its scenario's root. At most 10 % of the wrong items may be accepted and at most 8 % of the
+true ones refused; the failure message lists every entry on the wrong side, with the program's reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_TRANSCRIPTS
+from redteam_harness import Outcome, Scenario, Tally, build_scenario, check_entry, load_entries
+
+ENTIRE = SHARED_TRANSCRIPTS / "entire"
+WRONG_ACCEPTED, TRUE_REFUSED = 0.10, 0.08
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[dict[str, object], Outcome]]]:
+    entries = load_entries()
+    if not ENTIRE.is_dir():
+        entries = [e for e in entries if e["scenario"] != "entire"]  # the real sessions are not here
+    base = tmp_path_factory.mktemp("redteam")
+    scenarios: dict[str, Scenario] = {
+        name: build_scenario(name, base / "roots", ENTIRE) for name in sorted({str(e["scenario"]) for e in entries})
+    }
+    yield [(e, check_entry(scenarios, e, base)) for e in entries]
+
+
+def _rates(results: list[tuple[dict[str, object], Outcome]]) -> tuple[Tally, list[str]]:
+    tally = Tally()
+    wrong_side = []
+    for entry, outcome in results:
+        tally.add(entry, outcome)
+        if (entry["label"] == "wrong") == outcome.accepted:
+            wrong_side.append(f"{entry['id']} ({entry['label']}, {entry['class']}): {outcome.reason or 'accepted'}")
+    return tally, wrong_side
+
+
+def test_the_checks_refuse_wrong_items_and_keep_true_ones(outcomes: list[tuple[dict[str, object], Outcome]]) -> None:
+    """Without ../shared only the hand-written scenarios run (their 43 wrong and 23 true items)."""
+    tally, wrong_side = _rates(outcomes)
+    assert tally.wrong >= 30 and tally.true >= 20, "the set is smaller than it should be"
+    accepted, refused = tally.rates()
+    listing = "\n".join(wrong_side)
+    assert accepted <= WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
+    assert refused <= TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+
+
+def test_every_class_of_attack_is_in_the_set() -> None:
+    classes = {str(e["class"]) for e in load_entries() if e["label"] == "wrong"}
+    for needed in (
+        "quote-contradicts-statement",
+        "role-label-dodge",
+        "reversal-hidden-by-later-citation",
+        "correction-word-swap",
+        "evidence-outside-sessions",
+        "summary-as-evidence",
+        "markup-smuggling",
+        "name-dotted-halves",
+        "name-comment-or-string-only",
+        "name-wrong-place",
+        "lesson-fix-unrelated",
+        "lesson-reverted",
+        "rejection-reworded",
+        "bare-answer-misread",
+        "canned-text-as-person",
+        "injected-instruction",
+    ):
+        assert needed in classes, needed
+
+
+def test_the_hand_written_scenarios_need_nothing_outside_the_repository() -> None:
+    here = Path(__file__).resolve().parent / "dream_redteam" / "scenarios"
+    used = {str(e["scenario"]) for e in load_entries()} - {"entire"}
+    assert used and all((here / name / "transcripts").is_dir() for name in used)
