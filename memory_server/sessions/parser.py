@@ -143,6 +143,7 @@ class TranscriptParser:
         already paired: a follower keeps memory bounded by what it has not passed on yet."""
         del self.t.messages[:-1]
         self.t.results.clear()
+        self.t.uuids.clear()
 
 
 _NOT_JSON = object()
