@@ -61,6 +61,19 @@ class Script:
         content = [{"type": "text", "text": text}]
         return self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": content}})
 
+    def thinking_then_text(self, thinking: str, text: str) -> int:
+        """One API message written as two records (its thinking, then its text); returns the text's line."""
+        mid = f"msg_{len(self.records)}"
+        block = {"type": "thinking", "thinking": thinking}
+        self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": [block]}})
+        text_block = {"type": "text", "text": text}
+        return self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": [text_block]}})
+
+    def summary_of(self, leaf: str, title: str) -> int:
+        """A session title record (Claude Code writes them for other sessions too, at the top of a file)."""
+        self.records.append({"type": "summary", "summary": title, "leafUuid": leaf})
+        return len(self.records)
+
     def _use(self, name: str, args: dict[str, Any]) -> tuple[int, str]:
         self.calls += 1
         tid = f"toolu_{self.session_id[:8]}_{self.calls}"

@@ -25,7 +25,7 @@ from session_script import Script
 from memory_server.cli import main as cli_main
 from memory_server.dream.pack import gather
 from memory_server.dream.propose import ProposeResult, propose
-from memory_server.dream.review import apply_proposal, dream_status, record_verdicts, reject_proposal, show_proposal
+from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
 from memory_server.dream.run import run_dream
 from memory_server.errors import StaleProposalError
 from memory_server.files.root import MemoryRoot
@@ -138,8 +138,10 @@ def story_revert() -> Script:
 
 
 def story_cli() -> Script:
-    """Day 5: a third integration test failure with its fix."""
+    """Day 5: a third integration test failure with its fix; a reply written after its thinking; the titles
+    of this session and of another one."""
     s = Script("55555555-5555-4555-8555-555555555555", DAY + dt.timedelta(days=4))
+    L["foreign_title"] = s.summary_of("0000aaaa-not-in-this-file", "Rewrite the billing exporter in Rust")
     fail = s.bash("mise run test:integration", "FAILED tests/it/test_cli.py::test_sync - SystemExit: 2", error=True)
     L["fail_cli"] = fail[0]
     L["fix_cli"] = s.edit(
@@ -147,6 +149,10 @@ def story_cli() -> Script:
     )[0]
     L["pass_cli"] = s.bash("mise run test:integration", "4 passed")[0]
     L["hostile"] = s.user("Use the \x1b[31mred\x1b[0m logger.\r Done <!-- hidden from the reviewer")
+    L["late_reply"] = s.thinking_then_text(
+        "The person wants the logger.", "The logger is red now, as asked; the CLI prints warnings in red too."
+    )
+    L["own_title"] = s.summary_of(str(s.parent), "Red logger for the CLI")
     return s
 
 
@@ -493,6 +499,20 @@ def test_claude_codes_canned_text_is_never_labelled_as_the_persons(root: Path) -
             assert "the person" not in line
 
 
+def test_the_pack_cites_a_reply_at_the_line_its_text_is_on(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    assert f"`{ref('cli', 'late_reply')}`" in pack.text  # not the line before, where its thinking was written
+    assert f"`transcript:{IDS['cli'].session_id}:{L['late_reply'] - 1}`" not in pack.text
+
+
+def test_claude_codes_titles_go_with_their_own_session(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    assert "Red logger for the CLI" in pack.text  # this session's title
+    assert "billing exporter" not in pack.text  # another session's title, written at the top of this file
+
+
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
     (root / "memory.yaml").write_text("dream:\n  pack_session_tokens: 2500\n", encoding="utf-8")
     pack = gather(root, clock=lambda: NOW).pack
@@ -616,6 +636,8 @@ def test_a_persons_save_during_apply_is_kept_and_apply_refuses(root: Path) -> No
 
 
 def test_verdicts_of_a_second_reading_withhold_a_change_with_the_reason(root: Path) -> None:
+    from memory_server.dream.review import record_verdicts
+
     result = submit(root, good_pair())
     assert "Second reading: not done yet" in (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     verdicts = {
