@@ -97,7 +97,7 @@ def _header(r: ReportInput) -> list[str]:
             "record. The /dream skill has a fresh reader check each one (`memory-server dream verdicts`); until "
             "then, read each change's record below yourself.",
             "",
-            f"Items are taken in the order given, at most {r.max_changes} changes (`dream.max_hunks`); each change "
+            f"Items are taken in the order given, at most {r.max_changes} changes (`dream.max_changes`); each change "
             "is in hunks of its own.",
             "",
         ]
