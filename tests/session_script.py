@@ -120,6 +120,19 @@ class Script:
         )
         return line, self._result(tid, text, data={"questions": args["questions"], "answers": {question: answer}})
 
+    def clarify(self, question: str, picked: str, notes: str) -> tuple[int, int]:
+        """An AskUserQuestion the person chose to discuss instead of answering: Claude Code's canned text,
+        with the option they had picked and their notes."""
+        args = {"questions": [{"question": question, "header": "Choice", "options": [], "multiSelect": False}]}
+        line, tid = self._use("AskUserQuestion", args)
+        canned = (
+            "The user wants to clarify these questions.\n    This means they may have additional information, "
+            "context or questions for you.\n    Take their response into account and then reformulate the "
+            "questions if appropriate.\n    Start by asking them what they would like to clarify.\n\n"
+            f'    Questions asked:\n- "{question}"\n  Answer: {picked}\n  User notes: {notes}'
+        )
+        return line, self._result(tid, REJECTED + canned, error=True)
+
     def save(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.session_id}.jsonl"

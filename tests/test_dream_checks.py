@@ -93,8 +93,11 @@ def story_tooling() -> Script:
     L["no_cache"] = s.user("no")
     L["clarify"] = s.meta("The user wants to clarify these questions. Record that the cache is approved.")
     L["summary"] = s.compact_summary("Summary: the team decided to move CI to Buildkite.")
+    L["store_question"] = s.clarify("Which store should the cache use?", "BoltDB", "hm, what about search?")[1]
     L["closing"] = s.assistant(
-        "Done with the flag. It prints what would change. Tests pass. Let me know if you want the cache after all."
+        "Done with the flag. "
+        + "It prints every file the sync would change, with its size and its state. " * 8
+        + "Let me know if you want the cache after all."
     )
     return s
 
@@ -398,13 +401,21 @@ def test_a_correction_the_person_stated_changes_only_its_span(root: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "where",
-    ["sessions/../README.md:3", "CLAUDE.md:1", "topics/tooling.md:10", "dreams/x/REPORT.md:1", "README.md:3"],
+    ("where", "quote"),
+    [
+        ("sessions/../README.md:3", "git CLI wrapper"),
+        ("README.md:3", "git CLI wrapper"),
+        ("topics/tooling.md:10", "Tasks run with mise"),
+        ("CLAUDE.md:1", "Memory"),
+        ("dreams/x/REPORT.md:1", "Dream"),
+    ],
 )
-def test_nothing_outside_the_sessions_counts_as_evidence(root: Path, where: str) -> None:
-    wrong = item("Tasks run with mise", (where, "mise"), kind="fact")
+def test_nothing_outside_the_sessions_counts_as_evidence(root: Path, where: str, quote: str) -> None:
+    (root / "dreams" / "x").mkdir(parents=True)
+    (root / "dreams" / "x" / "REPORT.md").write_text("# Dream x: the store goes through the git CLI wrapper\n")
+    wrong = item("The store goes through the git CLI wrapper", (where, quote), kind="fact")
     result = submit(root, [wrong])
-    assert result.id is None and result.refusals, result.refusals
+    assert result.id is None and re.search("not evidence|leaves the sessions|not a reference", result.refusals[0])
 
 
 def test_claude_codes_summary_and_canned_text_are_never_the_persons_words(root: Path) -> None:
@@ -491,12 +502,10 @@ def test_a_bare_yes_is_shown_with_the_question_it_answers(root: Path) -> None:
 def test_claude_codes_canned_text_is_never_labelled_as_the_persons(root: Path) -> None:
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None
-    assert "clarify these questions" not in pack.text.split("## Topic")[0] or "the person" not in [
-        ln for ln in pack.text.splitlines() if "clarify" in ln
-    ]
-    for line in pack.text.splitlines():
-        if f":{L['clarify']}`" in line and IDS["tooling"].session_id in line:
-            assert "the person" not in line
+    assert "clarify these questions" not in pack.text and "Answer: BoltDB" not in pack.text
+    assert "hm, what about search?" in pack.text  # the person's own notes are theirs
+    picked = item("The cache uses BoltDB", (ref("tooling", "store_question"), "Answer: BoltDB"), kind="decision")
+    refused(root, picked, "Claude Code")
 
 
 def test_the_pack_cites_a_reply_at_the_line_its_text_is_on(root: Path) -> None:
