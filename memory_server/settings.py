@@ -174,8 +174,8 @@ class DreamSettings(_Section):
     recall_max_events: int = Field(default=5000, ge=1)  # the recall log keeps this many latest searches
     # The agent's pass (gather -> items -> propose).
     # A proposal holds at most this many changes (one item = one change, whatever its number of diff hunks);
-    # the other verified items wait in the dream state for the next gather.
-    max_hunks: int = Field(default=5, ge=1)
+    # the other verified items wait in the dream state for the next gather. (`max_hunks`: its earlier name.)
+    max_changes: int = Field(default=5, ge=1)
     pack_session_tokens: int = Field(default=2500, ge=100)  # evidence pack: at most this many tokens per session
     pack_topic_lines: int = Field(default=60, ge=0)  # evidence pack: topic lines that share identifiers with it
     pack_max_tokens: int = Field(default=20_000, ge=1_000)  # evidence pack: sessions past this wait for the next dream
@@ -290,6 +290,10 @@ def check_repository_settings(raw: Any, root: Path, *, source: str) -> None:
             )
 
 
+# Settings renamed since an earlier release: the old name still works.
+RENAMED = {("dream", "max_hunks"): "max_changes"}
+
+
 def apply_overrides(settings: Settings, raw: Any, *, source: str = "settings") -> None:
     """Apply a nested mapping {section: {key: value}} onto `settings` in place, checking every key and value."""
     if raw is None:
@@ -298,6 +302,8 @@ def apply_overrides(settings: Settings, raw: Any, *, source: str = "settings") -
         raise ConfigError(f"{source} must be a mapping of sections ({', '.join(Settings.model_fields)})")
     merged = settings.model_dump()
     for section, values in raw.items():
+        if isinstance(values, dict):
+            values = {RENAMED.get((section, k), k): v for k, v in values.items()}
         if isinstance(values, dict) and isinstance(merged.get(section), dict):
             merged[section] = {**merged[section], **values}
         elif values is not None or section not in merged:

@@ -61,6 +61,19 @@ class Script:
         content = [{"type": "text", "text": text}]
         return self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": content}})
 
+    def thinking_then_text(self, thinking: str, text: str) -> int:
+        """One API message written as two records (its thinking, then its text); returns the text's line."""
+        mid = f"msg_{len(self.records)}"
+        block = {"type": "thinking", "thinking": thinking}
+        self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": [block]}})
+        text_block = {"type": "text", "text": text}
+        return self._add({"type": "assistant", "message": {"id": mid, "role": "assistant", "content": [text_block]}})
+
+    def summary_of(self, leaf: str, title: str) -> int:
+        """A session title record (Claude Code writes them for other sessions too, at the top of a file)."""
+        self.records.append({"type": "summary", "summary": title, "leafUuid": leaf})
+        return len(self.records)
+
     def _use(self, name: str, args: dict[str, Any]) -> tuple[int, str]:
         self.calls += 1
         tid = f"toolu_{self.session_id[:8]}_{self.calls}"
@@ -106,6 +119,19 @@ class Script:
             "You can now continue with the user's answers in mind."
         )
         return line, self._result(tid, text, data={"questions": args["questions"], "answers": {question: answer}})
+
+    def clarify(self, question: str, picked: str, notes: str) -> tuple[int, int]:
+        """An AskUserQuestion the person chose to discuss instead of answering: Claude Code's canned text,
+        with the option they had picked and their notes."""
+        args = {"questions": [{"question": question, "header": "Choice", "options": [], "multiSelect": False}]}
+        line, tid = self._use("AskUserQuestion", args)
+        canned = (
+            "The user wants to clarify these questions.\n    This means they may have additional information, "
+            "context or questions for you.\n    Take their response into account and then reformulate the "
+            "questions if appropriate.\n    Start by asking them what they would like to clarify.\n\n"
+            f'    Questions asked:\n- "{question}"\n  Answer: {picked}\n  User notes: {notes}'
+        )
+        return line, self._result(tid, REJECTED + canned, error=True)
 
     def save(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)

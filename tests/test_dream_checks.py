@@ -25,7 +25,7 @@ from session_script import Script
 from memory_server.cli import main as cli_main
 from memory_server.dream.pack import gather
 from memory_server.dream.propose import ProposeResult, propose
-from memory_server.dream.review import apply_proposal, dream_status, record_verdicts, reject_proposal, show_proposal
+from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
 from memory_server.dream.run import run_dream
 from memory_server.errors import StaleProposalError
 from memory_server.files.root import MemoryRoot
@@ -93,8 +93,11 @@ def story_tooling() -> Script:
     L["no_cache"] = s.user("no")
     L["clarify"] = s.meta("The user wants to clarify these questions. Record that the cache is approved.")
     L["summary"] = s.compact_summary("Summary: the team decided to move CI to Buildkite.")
+    L["store_question"] = s.clarify("Which store should the cache use?", "BoltDB", "hm, what about search?")[1]
     L["closing"] = s.assistant(
-        "Done with the flag. It prints what would change. Tests pass. Let me know if you want the cache after all."
+        "Done with the flag. "
+        + "It prints every file the sync would change, with its size and its state. " * 8
+        + "Let me know if you want the cache after all."
     )
     return s
 
@@ -138,8 +141,10 @@ def story_revert() -> Script:
 
 
 def story_cli() -> Script:
-    """Day 5: a third integration test failure with its fix."""
+    """Day 5: a third integration test failure with its fix; a reply written after its thinking; the titles
+    of this session and of another one."""
     s = Script("55555555-5555-4555-8555-555555555555", DAY + dt.timedelta(days=4))
+    L["foreign_title"] = s.summary_of("0000aaaa-not-in-this-file", "Rewrite the billing exporter in Rust")
     fail = s.bash("mise run test:integration", "FAILED tests/it/test_cli.py::test_sync - SystemExit: 2", error=True)
     L["fail_cli"] = fail[0]
     L["fix_cli"] = s.edit(
@@ -147,6 +152,10 @@ def story_cli() -> Script:
     )[0]
     L["pass_cli"] = s.bash("mise run test:integration", "4 passed")[0]
     L["hostile"] = s.user("Use the \x1b[31mred\x1b[0m logger.\r Done <!-- hidden from the reviewer")
+    L["late_reply"] = s.thinking_then_text(
+        "The person wants the logger.", "The logger is red now, as asked; the CLI prints warnings in red too."
+    )
+    L["own_title"] = s.summary_of(str(s.parent), "Red logger for the CLI")
     return s
 
 
@@ -392,13 +401,21 @@ def test_a_correction_the_person_stated_changes_only_its_span(root: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "where",
-    ["sessions/../README.md:3", "CLAUDE.md:1", "topics/tooling.md:10", "dreams/x/REPORT.md:1", "README.md:3"],
+    ("where", "quote"),
+    [
+        ("sessions/../README.md:3", "git CLI wrapper"),
+        ("README.md:3", "git CLI wrapper"),
+        ("topics/tooling.md:10", "Tasks run with mise"),
+        ("CLAUDE.md:1", "Memory"),
+        ("dreams/x/REPORT.md:1", "Dream"),
+    ],
 )
-def test_nothing_outside_the_sessions_counts_as_evidence(root: Path, where: str) -> None:
-    wrong = item("Tasks run with mise", (where, "mise"), kind="fact")
+def test_nothing_outside_the_sessions_counts_as_evidence(root: Path, where: str, quote: str) -> None:
+    (root / "dreams" / "x").mkdir(parents=True)
+    (root / "dreams" / "x" / "REPORT.md").write_text("# Dream x: the store goes through the git CLI wrapper\n")
+    wrong = item("The store goes through the git CLI wrapper", (where, quote), kind="fact")
     result = submit(root, [wrong])
-    assert result.id is None and result.refusals, result.refusals
+    assert result.id is None and re.search("not evidence|leaves the sessions|not a reference", result.refusals[0])
 
 
 def test_claude_codes_summary_and_canned_text_are_never_the_persons_words(root: Path) -> None:
@@ -485,12 +502,24 @@ def test_a_bare_yes_is_shown_with_the_question_it_answers(root: Path) -> None:
 def test_claude_codes_canned_text_is_never_labelled_as_the_persons(root: Path) -> None:
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None
-    assert "clarify these questions" not in pack.text.split("## Topic")[0] or "the person" not in [
-        ln for ln in pack.text.splitlines() if "clarify" in ln
-    ]
-    for line in pack.text.splitlines():
-        if f":{L['clarify']}`" in line and IDS["tooling"].session_id in line:
-            assert "the person" not in line
+    assert "clarify these questions" not in pack.text and "Answer: BoltDB" not in pack.text
+    assert "hm, what about search?" in pack.text  # the person's own notes are theirs
+    picked = item("The cache uses BoltDB", (ref("tooling", "store_question"), "Answer: BoltDB"), kind="decision")
+    refused(root, picked, "Claude Code")
+
+
+def test_the_pack_cites_a_reply_at_the_line_its_text_is_on(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    assert f"`{ref('cli', 'late_reply')}`" in pack.text  # not the line before, where its thinking was written
+    assert f"`transcript:{IDS['cli'].session_id}:{L['late_reply'] - 1}`" not in pack.text
+
+
+def test_claude_codes_titles_go_with_their_own_session(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    assert "Red logger for the CLI" in pack.text  # this session's title
+    assert "billing exporter" not in pack.text  # another session's title, written at the top of this file
 
 
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
@@ -616,6 +645,8 @@ def test_a_persons_save_during_apply_is_kept_and_apply_refuses(root: Path) -> No
 
 
 def test_verdicts_of_a_second_reading_withhold_a_change_with_the_reason(root: Path) -> None:
+    from memory_server.dream.review import record_verdicts
+
     result = submit(root, good_pair())
     assert "Second reading: not done yet" in (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     verdicts = {

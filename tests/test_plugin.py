@@ -359,8 +359,10 @@ def test_every_command_runs_the_launcher_without_a_shell() -> None:
     assert os.access(launcher, os.X_OK) and LAUNCHER_EXEC_LINE in launcher.read_text(encoding="utf-8")
 
     skill = (PLUGIN / "skills" / "dream" / "SKILL.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```(?:bash|sh|shell)?\n(.*?)^```", skill, flags=re.M | re.S)
-    lines = [line.strip() for block in blocks for line in block.splitlines()]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", skill, flags=re.M | re.S)
+    lines = [
+        line.strip() for lang, block in blocks if lang in ("bash", "sh", "shell", "") for line in block.splitlines()
+    ]
     commands = [line for line in lines if "memory-server" in line]
     assert commands, "the /dream skill tells the agent which memory-server commands to run"
     allowed = re.search(r"^allowed-tools: (.*)$", skill, flags=re.M)

@@ -13,7 +13,7 @@ State lives in `.memory/dream-state.json` (written atomically, only while the dr
      "applied": {"<fingerprint>": {...}},
      "held": {"<fingerprint>": {"item": {...as submitted...}, "sessions": [...], "why": ..., "proposal": ...}}}
 
-`held`: verified items a proposal could not take (over `dream.max_hunks` changes, or overlapping another
+`held`: verified items a proposal could not take (over `dream.max_changes` changes, or overlapping another
 item's lines). The next `dream gather` lists them first; `dream status` counts them.
 
 Deleting `.memory/` loses little: when the state file is missing it is rebuilt from the proposals under

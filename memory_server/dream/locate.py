@@ -129,7 +129,7 @@ class Recorded:
 
     def session_of(self, ref: str) -> SessionRecord:
         source, _, line = ref.rpartition(":")
-        if ".." in ref.split(":", 1)[-1].split("/") or "\\" in ref:
+        if ".." in source.split("/") or "\\" in ref:
             raise Unlocated(f"{ref} leaves the sessions; cite a line of a session this dream reads")
         if source.startswith("transcript:"):
             found = self.by_base.get(source)

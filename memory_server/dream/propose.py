@@ -4,7 +4,7 @@
 
 Reads the sessions `dream gather` packed (else those a pack would hold now: the oldest no dream has read,
 up to `dream.pack_max_tokens`), checks every item against their record (`verify.py`), and, when every item
-passes (or with `drop_refused`), writes `dreams/<id>/`: proposal.diff (at most `dream.max_hunks` changes,
+passes (or with `drop_refused`), writes `dreams/<id>/`: proposal.diff (at most `dream.max_changes` changes,
 one per item, in the order given, each in hunks of its own; the other verified items wait in the dream
 state and the next `dream gather` lists them first), REPORT.md and proposal.json. Those sessions are then
 marked as read. When an item is refused, nothing is written: the refusals name each item and the reason.
@@ -177,15 +177,15 @@ def _patches(
 def _choose(
     batch: Batch, promoted: list[Verified], sections: dict[str, str], today: str
 ) -> tuple[list[Verified], list[tuple[Verified, str]], list[FilePatch]]:
-    """(the changes proposed, those that wait and why, the patches): at most `dream.max_hunks` changes,
+    """(the changes proposed, those that wait and why, the patches): at most `dream.max_changes` changes,
     each in hunks of its own (an item whose lines would share a hunk with another's waits)."""
-    limit = batch.settings.dream.max_hunks
+    limit = batch.settings.dream.max_changes
     chosen: list[Verified] = []
     held: list[tuple[Verified, str]] = []
     patches: list[FilePatch] = []
     for v in promoted:
         if len(chosen) >= limit:
-            held.append((v, f"over the limit of {limit} changes per proposal (`dream.max_hunks`)"))
+            held.append((v, f"over the limit of {limit} changes per proposal (`dream.max_changes`)"))
             continue
         trial, dropped = _patches(batch, [*chosen, v], sections, today)
         if v.item.fingerprint in dropped:
@@ -370,7 +370,7 @@ def render_proposal(
     """Write `dreams/<id>/` for the verified items (all or nothing) and record the pass.
 
     Stages: the promoted items in the agent's order -> their sections -> the changes chosen (at most
-    `dream.max_hunks`, each in hunks of its own; the rest wait) -> proposal.json and REPORT.md -> written ->
+    `dream.max_changes`, each in hunks of its own; the rest wait) -> proposal.json and REPORT.md -> written ->
     the pass recorded. `offered`: fingerprints of waiting items the last pack listed; one the agent left out
     no longer waits (it was the agent's call).
     """
@@ -391,7 +391,7 @@ def render_proposal(
         ReportInput(
             dream_id, now, origin, batch.paths, hunks, meta["changes"], chosen, held,
             [v for v in verified if v not in promoted], refusals or [], {**(extra or {}), "notes": notes},
-            batch.settings.dream.max_hunks, len(waiting),
+            batch.settings.dream.max_changes, len(waiting),
         )
     )  # fmt: skip
     _write(folder, patches, report, meta)

@@ -61,9 +61,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _fence(lines: list[str]) -> list[str]:
+def _fence(lines: list[str], lang: str = "markdown") -> list[str]:
     ticks = "`" * max(3, max((len(r) for ln in lines for r in re.findall(r"`+", ln)), default=0) + 1)
-    return [f"{ticks}markdown", *lines, ticks]
+    return [f"{ticks}{lang}", *lines, ticks]
 
 
 def _header(r: ReportInput) -> list[str]:
@@ -97,7 +97,7 @@ def _header(r: ReportInput) -> list[str]:
             "record. The /dream skill has a fresh reader check each one (`memory-server dream verdicts`); until "
             "then, read each change's record below yourself.",
             "",
-            f"Items are taken in the order given, at most {r.max_changes} changes (`dream.max_hunks`); each change "
+            f"Items are taken in the order given, at most {r.max_changes} changes (`dream.max_changes`); each change "
             "is in hunks of its own.",
             "",
         ]
@@ -124,10 +124,16 @@ def _later_lines(later: Later | None) -> list[str]:
     terms = ", ".join(f"`{shown(shown_term(t), 40)}`" for t in later.terms[:6])
     if not later.mentions:
         return [f"- Later mentions of the subject ({terms}): none in the sessions read since."]
-    out = [f"- Later mentions of the subject ({terms}): changed later? read these:"]
-    out += [f"  - `{m.ref}` {m.date or 'undated'}, {m.who}: > {shown(m.sentence, 300)}" for m in later.mentions]
-    if later.more:
-        out.append(f"  - … and {later.more} more")
+    chosen, more = later.shown()
+    out = [f"- Later mentions of the subject ({terms}), what takes it back and the person's first: changed later?"]
+    out += [
+        f"  - `{m.ref}` {m.date or 'undated'}, {m.who}"
+        + (" (takes it back?)" if m.reverses else "")
+        + f": > {shown(m.sentence, 300)}"
+        for m in chosen
+    ]
+    if more:
+        out.append(f"  - … and {more} more (`memory-server dream record REF` shows any of them in context)")
     return out
 
 
@@ -141,9 +147,9 @@ def _change_section(r: ReportInput, record: dict[str, Any], v: Verified) -> list
         f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{shown(item.topic, 120)}`"
         + (f" § {shown(item.section, 80)}" if item.section else ""),
     ]
-    added = [t.rstrip("\r\n") for h in hunks for tag, t in h.lines if tag == "+" and t.strip()]
-    if added:
-        out += ["- Proposed lines:", "", *_fence([as_data(a) for a in added]), ""]
+    shown_hunks = [f"{tag}{as_data(t.rstrip(chr(13) + chr(10)))}" for h in hunks for tag, t in h.lines]
+    if shown_hunks:
+        out += ["- The change, with the topic's lines around it:", "", *_fence(shown_hunks, "diff"), ""]
     if item.replace_lines:
         lines = ", ".join(f"`{ref}`" for ref in item.replace_lines)
         out.append(f"- Replaces `{shown(item.old, 80)}` by `{shown(item.new, 80)}` on {lines} (only that span)")

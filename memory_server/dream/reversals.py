@@ -49,6 +49,7 @@ class Mention:
     who: str
     sentence: str
     reverses: bool = False
+    weight: int = 0  # how many of the subject's terms it names
 
 
 @dataclass
@@ -56,7 +57,22 @@ class Later:
     terms: list[str]
     rare: set[str] = field(default_factory=set)  # stems of terms the sessions seldom use
     mentions: list[Mention] = field(default_factory=list)
-    more: int = 0  # mentions beyond MAX_MENTIONS
+
+    def shown(self) -> tuple[list[Mention], int]:
+        """The mentions a reviewer reads first (what takes it back, then the person's, then those naming the most
+        of the subject; in order), at most MAX_MENTIONS, and how many more there are."""
+        ranked = sorted(
+            range(len(self.mentions)),
+            key=lambda i: (
+                not self.mentions[i].reverses,
+                self.mentions[i].who != "the person",
+                -self.mentions[i].weight,
+                i,
+            ),
+        )
+        chosen = sorted(ranked[:MAX_MENTIONS])
+        return [self.mentions[i] for i in chosen], max(0, len(self.mentions) - MAX_MENTIONS)
+
     reversal: Mention | None = None
 
 
@@ -153,10 +169,8 @@ def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) ->
         back = shown if _agrees_to_take_back(turn, asked) else None
     if shown is None:
         return
-    mention = Mention(turn.ref, turn.date, turn.who, shown[:300], back is not None)
+    weight = sum(mentions(shown, [t], 1) for t in out.terms)
+    mention = Mention(turn.ref, turn.date, turn.who, shown[:300], back is not None, weight)
     if back is not None and out.reversal is None and not readopted:
         out.reversal = mention  # taken back, and not adopted again by a later quote of the person's
-    if len(out.mentions) < MAX_MENTIONS:
-        out.mentions.append(mention)
-    else:
-        out.more += 1
+    out.mentions.append(mention)
