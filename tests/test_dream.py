@@ -780,7 +780,7 @@ def test_a_name_exists_when_the_project_has_it_not_when_only_the_memory_says_it(
     tree = GitTree(root)
     assert tree.problem("RealThing") is None and tree.problem("src/cache.go") is None
     assert tree.problem("src/") is None and tree.problem("RealThing", "src/cache.go") is None
-    assert "is not in `src/load.go`" in str(tree.problem("RealThing", "src/load.go"))  # where it lives counts
+    assert "is not defined in `src/load.go`" in str(tree.problem("RealThing", "src/load.go"))  # where it lives counts
     assert tree.problem("GhostThing") is not None  # only a topic names it
     assert tree.problem("CommentThing") is not None  # only a comment names it
     assert tree.problem("StringThing") is not None  # only a string names it

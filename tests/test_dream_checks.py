@@ -569,7 +569,7 @@ def test_a_name_found_only_in_a_comment_or_a_string_is_not_in_the_project(root: 
 
 def test_a_name_is_checked_in_the_file_the_statement_places_it_in(root: Path) -> None:
     wrong = item("`Store` lives in `src/app/settings.py`", (ref("tests", "fix_store"), "class Store:"), kind="fact")
-    refused(root, wrong, "is not in `src/app/settings.py`")
+    refused(root, wrong, "is not defined in `src/app/settings.py`")
     right = item("`Store` lives in `src/app/store.py`", (ref("tests", "fix_store"), "class Store:"), kind="fact")
     result = submit(root, [right])
     assert result.id, result.refusals

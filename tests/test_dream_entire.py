@@ -43,7 +43,7 @@ started: 2026-02-08T18:00:00Z
 PROJECT_FILES = {
     "docs/generated/.gitignore": "*\n!.gitignore\n",
     "cmd/entire/cli/session/state.go": "package session\n\ntype State struct {\n\tLastInteractionTime time.Time "
-    '`json:"last_interaction_time"`\n}\n',
+    '`json:"last_interaction_time"`\n\tStepCount int `json:"step_count"`\n}\n',
 }
 
 

@@ -1,30 +1,40 @@
-"""The frozen /dream red-team set (tests/dream_redteam/) through the program's checks alone: each item alone on
-a fresh state of its scenario's root. At most 10 % of the wrong items may be accepted and at most 8 % of the
-true ones refused; the failure message lists every entry on the wrong side, with the program's reason."""
+"""The /dream red-team sets (tests/dream_redteam/) through the program's checks alone: each item alone on a fresh
+state of its scenario's root. The frozen set (`items.jsonl`): at most 10 % of the wrong items may be accepted and
+at most 8 % of the true ones refused. The first attack round (`attack-1.jsonl`, written against the verifier with
+its code in hand; the verifier was then fixed for what the record can decide): at most 20 % accepted (what is
+left needs a reader: a lesson's meaning, a diagnosis refuted later) and 10 % refused. The failure message lists
+every entry on the wrong side, with the program's reason."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRANSCRIPTS
-from redteam_harness import Outcome, Scenario, Tally, build_scenario, check_entry, load_entries
+from redteam_harness import SET, Outcome, Scenario, Tally, build_scenario, check_entry, load_entries
 
 ENTIRE = SHARED_TRANSCRIPTS / "entire"
 WRONG_ACCEPTED, TRUE_REFUSED = 0.10, 0.08
+ATTACK_WRONG_ACCEPTED, ATTACK_TRUE_REFUSED = 0.20, 0.10
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[dict[str, object], Outcome]]]:
-    entries = load_entries()
+def _outcomes(entries: list[dict[str, object]], base: Path) -> list[tuple[dict[str, object], Outcome]]:
     if not ENTIRE.is_dir():
         entries = [e for e in entries if e["scenario"] != "entire"]  # the real sessions are not here
-    base = tmp_path_factory.mktemp("redteam")
     scenarios: dict[str, Scenario] = {
         name: build_scenario(name, base / "roots", ENTIRE) for name in sorted({str(e["scenario"]) for e in entries})
     }
-    yield [(e, check_entry(scenarios, e, base)) for e in entries]
+    return [(e, check_entry(scenarios, e, base)) for e in entries]
+
+
+@pytest.fixture(scope="module")
+def attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
+    return _outcomes(load_entries(SET / "attack-1.jsonl"), tmp_path_factory.mktemp("attack"))
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
+    return _outcomes(load_entries(), tmp_path_factory.mktemp("redteam"))
 
 
 def _rates(results: list[tuple[dict[str, object], Outcome]]) -> tuple[Tally, list[str]]:
@@ -45,6 +55,16 @@ def test_the_checks_refuse_wrong_items_and_keep_true_ones(outcomes: list[tuple[d
     listing = "\n".join(wrong_side)
     assert accepted <= WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
     assert refused <= TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+
+
+def test_the_first_attack_round_stays_caught(attack_outcomes: list[tuple[dict[str, object], Outcome]]) -> None:
+    tally, wrong_side = _rates(attack_outcomes)
+    if tally.wrong < 10:
+        pytest.skip("the attack round is mostly on ../shared's real sessions, which are not here")
+    accepted, refused = tally.rates()
+    listing = "\n".join(wrong_side)
+    assert accepted <= ATTACK_WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
+    assert refused <= ATTACK_TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
 
 
 def test_every_class_of_attack_is_in_the_set() -> None:

@@ -24,7 +24,8 @@ WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|\d+(?:\.\d+)*")
 NUMBER = re.compile(r"(?<![\w.])v?\d+(?:[.,:]\d+)*(?:[.]\d+)?(?![\w])")
 QUOTED = re.compile(r"\"([^\"]{2,120})\"|“([^”]{2,120})”|'([^'\s][^']{1,118}[^'\s])'(?!\w)")
 NEGATION = re.compile(
-    r"\b(?:not|never|no|none|nothing|nobody|neither|nor|without|avoid|stop|cannot|against|"
+    r"\b(?:not|never|no|none|nothing|nobody|neither|nor|without|avoid|stop|cannot|"
+    r"(?:decided|voted|argued|is|are|am|was|were) against|"
     r"(?:do|does|did|is|are|was|were|wo|would|should|could|ca|must|need|have|has)n[’']?t|dont|doesnt|wont|"
     r"shouldnt|cant|isnt|arent|no longer|instead of|rather than)\b",
     re.I,
@@ -51,9 +52,12 @@ RULE_WORDS = re.compile(
 NOT_BEFORE = re.compile(
     r"\b(?:not|never|no|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|shouldn't|should not|"
     r"mustn't|must not|can't|cannot|without|avoid(?:ing|ed)?|stop(?:ped)? using|instead of|rather than|"
-    r"no longer|no more|against)\b",
+    r"no longer|no more|(?:decided|voted|argued|is|are|am|was|were) against|nobody|no one|nothing|banned|"
+    r"forbidden|disallowed|prohibited)\b",
     re.I,
 )
+# The negations that only set something aside ("Y instead of X", "Y, not X", "(not X)"): X need only be named.
+CONTRAST_BEFORE = re.compile(r"\b(?:instead of|rather than|in place of)\b|(?:,|\(|—|–)\s*not\b", re.I)
 # ... or what is taken away, up to the other side of "replace X with Y" / "from X to Y".
 AWAY_BEFORE = re.compile(
     r"\b(?:drop(?:ped|ping)?|remov(?:e|ed|ing)|delet(?:e|ed|ing)|get rid of|got rid of|replac(?:e|ed|ing)|"
@@ -61,7 +65,12 @@ AWAY_BEFORE = re.compile(
     re.I,
 )
 AWAY_END = re.compile(r"\b(?:with|to|by|for|from|in favou?r of)\b")  # "removed X from Y": Y stays
-CLAUSE_END = re.compile(r"[,;:.!?](?=\s|$)|[()—–]|\s-\s|\bbut\b")
+# where a negation's reach ends: punctuation, "but", or a reason or time after it ("without a migration
+# because ...": the migration, not the reason)
+CLAUSE_END = re.compile(
+    r"[,;:.!?](?=\s|$)|[()—–]|\s-\s|\b(?:but|because|since|so that|when|whenever|after|before|until|unless|"
+    r"while|which)\b"
+)
 CLAUSE = re.compile(r"[;:.!?](?=\s|$)|\s[—–]\s|\bbut\b|\bhowever\b", re.I)
 
 
@@ -69,7 +78,7 @@ CLAUSE = re.compile(r"[;:.!?](?=\s|$)|\s[—–]\s|\bbut\b|\bhowever\b", re.I)
 class Token:
     """Something in a statement the record must hold: a number, a name, a quoted string or a negation."""
 
-    kind: str  # "number" | "name" | "quoted" | "negation"
+    kind: str  # "number" | "name" | "quoted" | "negation" | "scope"
     text: str
 
 
@@ -91,34 +100,81 @@ def stem(word: str) -> str:
     return w[:PREFIX]
 
 
+# Verbs written apart that name one thing written together: "times out" is about a timeout.
+COMPOUND = re.compile(r"\b(tim|sign|log|set|check|roll|back)(?:e|es|ed|ing|s|ged|ging|ting)? (out|in|up|back)\b", re.I)
+COMPOUNDS = {"tim out": "timeout", "log in": "login", "sign in": "signin", "set up": "setup", "check out": "checkout",
+             "roll back": "rollback", "back up": "backup"}  # fmt: skip
+
+
+def _joined(match: re.Match[str]) -> str:
+    pair = f"{match.group(1).casefold()} {match.group(2).casefold()}"
+    return COMPOUNDS.get(pair, match.group(0))
+
+
 def content_words(text: str) -> list[str]:
-    """Word tokens of `text` without stop words, casefolded, in order."""
-    return [w for w in (w.casefold() for w in WORD.findall(unicodedata.normalize("NFKC", text))) if w not in STOP_WORDS]
+    """Word tokens of `text` without stop words, casefolded, in order ("times out" read as "timeout")."""
+    text = COMPOUND.sub(_joined, unicodedata.normalize("NFKC", text))
+    return [w for w in (w.casefold() for w in WORD.findall(text)) if w not in STOP_WORDS]
 
 
 def stems(words: Iterable[str]) -> set[str]:
     return {stem(w) for w in words if len(w) > 1}
 
 
+# A number with its unit ("30 s", "200ms", "port 8081", "3 attempts"): the units are read as one of a few kinds.
+MEASURE = re.compile(
+    r"(?:\bport\s+(\d+))|(?<![\w.])(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?|"
+    r"days?|%|percent|kb|mb|gb|attempts?|retries|tries|times|workers?|threads?|lines|chars|characters|bytes)\b",
+    re.I,
+)
+UNIT_KINDS = {
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",
+    "seconds": "s", "m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h",
+    "hour": "h", "hours": "h", "day": "d", "days": "d", "%": "%", "percent": "%", "kb": "kb", "mb": "mb",
+    "gb": "gb", "attempt": "attempts", "attempts": "attempts", "retries": "attempts", "tries": "attempts",
+    "times": "attempts", "worker": "workers", "workers": "workers", "thread": "workers", "threads": "workers",
+    "lines": "lines", "chars": "chars", "characters": "chars", "bytes": "bytes",
+}  # fmt: skip
+
+
+def measures(text: str) -> set[tuple[str, str]]:
+    """(value, unit kind) of every measured number in `text`: "5s" and "5 seconds" are ("5", "s")."""
+    out: set[tuple[str, str]] = set()
+    for m in MEASURE.finditer(text):
+        if m.group(1):
+            out.add((m.group(1), "port"))
+        else:
+            out.add((m.group(2), UNIT_KINDS[m.group(3).casefold()]))
+    return out
+
+
 def numbers(text: str) -> set[str]:
     """The numbers of a text (digits, versions; number words as digits), without a leading "v"."""
     found = {n.lstrip("vV").rstrip(".,:") for n in NUMBER.findall(text)}
     found |= {NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", text.casefold()) if w in NUMBER_WORDS}
-    return found
+    return found | {value for value, _unit in measures(text)}  # "200ms" holds 200
+
+
+# Words that widen a statement to everything ("every test", "always"): the quotes must widen it too.
+SCOPE = re.compile(
+    r"\b(?:every(?:where|thing|one)?|all|each|always|whenever|regardless|no matter|any(?! ?more\b| longer\b))\b", re.I
+)
 
 
 def tokens(statement: str) -> list[Token]:
-    """What grounding checks in a statement, in order: numbers, names, quoted strings, negations."""
+    """What grounding checks in a statement, in order: numbers, names, quoted strings, negations, scope."""
     out: dict[Token, None] = {}
     for name in identifiers(statement):
         out.setdefault(Token("name", name), None)
     plain = BACKTICKED.sub(" ", statement)
-    for n in sorted(numbers(plain)):
+    for n in sorted({n.lstrip("vV").rstrip(".,:") for n in NUMBER.findall(plain)}):  # digits ("three" may be a word)
         out.setdefault(Token("number", n), None)
     for m in QUOTED.finditer(plain):
         out.setdefault(Token("quoted", next(g for g in m.groups() if g)), None)
     for m in NEGATION.finditer(plain):
         out.setdefault(Token("negation", m.group(0).casefold()), None)
+    for m in SCOPE.finditer(plain):
+        out.setdefault(Token("scope", m.group(0).casefold()), None)
     return list(out)
 
 
@@ -147,6 +203,9 @@ def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
     return terms, min(2, len(words)) if not names else 2
 
 
+# A terminal colour code inside a word ("\x1b[31mred") hides the word from matching.
+TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
 SEGMENT = "~"  # marks a part of a name ("modernc" of `modernc.org/sqlite`): matched whole, in its own case
 
 
@@ -159,6 +218,7 @@ def mentions(text: str, terms: list[str], need: int) -> bool:
     their own case), else `need` words (by their stems)."""
     if not terms:
         return False
+    text = TERMINAL_ESCAPE.sub("", text)
     folded = fold(text)
     own = stems(content_words(text))
     hits = 0
@@ -179,9 +239,13 @@ def _is_name(term: str) -> bool:
 TAKE_OUT = re.compile(r"\b(take|took|taking|rip|ripped|pull|pulled)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I)
 NEGATIVE_STATEMENT = re.compile(
     r"^\W*(?:do not|don't|dont|never|avoid|stop|no)\b|\b(?:decided against|(?:is|are|was|were) not (?:used|done|"
-    r"needed|allowed|run)|must not|mustn't|should not|shouldn't|won't|will not|not to)\b",
+    r"needed|allowed|run)|must not|mustn't|must never|should never|should not|shouldn't|won't|will not|not to|"
+    r"nobody|no one)\b",
     re.I,
 )
+# A refusal for now is not a rule for ever: "not now", "leave it for now", "not yet", "later".
+TEMPORARY = re.compile(r"\b(?:not now|for now|not yet|not for now|later|next (?:week|release|time)|this time)\b", re.I)
+FOREVER = re.compile(r"\b(?:never|always|must not|mustn't|nobody|no one|for good|forever|permanently)\b", re.I)
 
 
 def negative(statement: str) -> bool:
@@ -189,23 +253,54 @@ def negative(statement: str) -> bool:
     return bool(NEGATIVE_STATEMENT.search(BACKTICKED.sub("x", statement)))
 
 
+def contrasted_terms(statement: str, terms: Iterable[str]) -> set[str]:
+    """The terms a statement only sets aside ("Y instead of X", "Y, not X"): X."""
+    out: set[str] = set()
+    for m in CONTRAST_BEFORE.finditer(fold(statement)):
+        rest = fold(statement)[m.end() :]
+        end = CLAUSE_END.search(rest)
+        span = rest[: end.start() if end else len(rest)]
+        out |= {t for t in terms if _in_span(span, t)}
+    return out
+
+
+# Code's own negations, written bare: SQL's "IF NOT EXISTS", "NOT NULL", Python's "is not None", Go's "!= nil".
+CODE_NEGATION = re.compile(r"\b(?:if not exists|is not null|not null|is not none|is not nil)\b|!=\s*\w+", re.I)
+
+
 def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
     """The `terms` a sentence puts under a negation in their clause ("not X", "never use X", "instead of X",
     "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
     matched whole, words by their stems."""
     out: set[str] = set()
-    folded = fold(TAKE_OUT.sub(r"remove \2", sentence))  # "take the sleep out": the sleep is removed
-    for t in terms:
-        count = 0
+    prose = BACKTICKED.sub(lambda m: NOT_BEFORE.sub("_", m.group(0)), sentence)  # code's own NOT is no negation
+    prose = CODE_NEGATION.sub("_", prose)
+    folded = fold(TAKE_OUT.sub(r"remove \2", prose))  # "take the sleep out": the sleep is removed
+    for t in terms:  # each clause with its own parity: "drop --push; nobody should push" negates push
         for clause in CLAUSE.split(folded):
-            count += sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t))
-        if count % 2:
-            out.add(t)
+            if sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t)) % 2:
+                out.add(t)
     return out
 
 
+# "X was removed": what comes before it in its clause is gone.
+PASSIVE_AWAY = re.compile(
+    r"\b(?:was|were|is|are|has been|have been|got|gets|been)\s+(?:removed|deleted|dropped|disabled|taken out|"
+    r"turned off|reverted|retired)\b"
+)
+
+
+SUBJECT_END = re.compile(r"\b(?:is|are|was|were|has|have|had|that|which|who|and)\b")
+
+
+def _subject_end(clause: str, limit: int) -> int:
+    end = SUBJECT_END.search(clause, 0, limit)
+    return end.start() if end else limit
+
+
 def _negated_spans(clause: str) -> list[tuple[int, int]]:
-    spans = []
+    # "the CI step that validated X was removed": its subject, up to its first verb, is what went
+    spans = [(0, _subject_end(clause, m.start())) for m in PASSIVE_AWAY.finditer(clause)]
     for pattern, stop in ((NOT_BEFORE, None), (AWAY_BEFORE, AWAY_END)):
         for m in pattern.finditer(clause):
             ends = [e.start() for e in (CLAUSE_END.search(clause, m.end()), stop and stop.search(clause, m.end())) if e]
@@ -220,16 +315,14 @@ def _in_span(span: str, term: str) -> bool:
 
 
 def polarity_terms(statement: str) -> list[str]:
-    """The terms whose negation must agree between a statement and its quotes: its names, else its content
+    """The terms whose negation must agree between a statement and its quotes: its names and its content
     words that are not about deciding ("use", "always", "switch")."""
     names = identifiers(statement)
-    if names:
-        return names
     by_stem: dict[str, str] = {}
-    for w in content_words(statement):
-        if w not in DECIDING_WORDS and len(w) > 1:
+    for w in content_words(BACKTICKED.sub(" ", statement)):
+        if w not in DECIDING_WORDS and len(w) > 1 and not any(stem(w) == stem(n) for n in names):
             by_stem.setdefault(stem(w), w)
-    return list(by_stem.values())
+    return [*names, *by_stem.values()]
 
 
 DECIDING_WORDS = frozenset(

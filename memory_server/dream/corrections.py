@@ -6,7 +6,8 @@
 A change is stated when a quoted turn names both sides in a change ("from X to Y", "X -> Y", "rename X to
 Y", "replace X with Y", "Y instead of X", "X is now Y", "moved X to Y", "Y, not X"), or when the person's
 own words (or the agent's proposal they said yes to) give what is new in a sentence about what the topic line
-says there (a word of the line around the old text), or a quoted sentence says the part taken away was removed. The
+says there (a word of the line around the old text), or a quoted sentence says the part taken away was removed
+(always, when a list keeps some of its values and drops others: "3.10 and 3.11" -> "3.11 and 3.12"). The
 old text must occur once on each cited line, as whole words; only that span changes.
 """
 
@@ -101,6 +102,17 @@ def removal_stated(located: list[Located], old: str, new: str) -> bool:
     return False
 
 
+VALUE = re.compile(r"^(?:v?\d[\w.]*|[A-Z][\w.]*|[\w.]*[A-Z_./][\w.]*)$")
+
+
+def _list_drop(old: str, new: str) -> bool:
+    """A list that keeps some of its values and drops others ("3.10 and 3.11" -> "3.11 and 3.12"): a new value
+    given does not say the dropped one went, so the drop must be stated."""
+    values = [t for t in TOKEN.findall(old) if VALUE.match(t)]
+    kept = [t for t in values if _has(new, t)]
+    return len(values) >= 2 and bool(kept) and len(kept) < len(values)
+
+
 def replace_span(line: str, old: str, new: str) -> str:
     """`line` with its one whole-word occurrence of `old` replaced by `new`."""
     at = _positions(line, old)
@@ -126,8 +138,14 @@ def correction_problem(item: ProposalItem, located: list[Located], topic: TopicF
                 f" (it occurs {found} times); quote more of the line"
             )
         stated = any(change_stated(f"{x.turn.asked}\n{x.turn.text}", item.old, item.new) for x in quoted)
-        given = new_value_given(quoted, line, item.old, item.new) or removal_stated(quoted, item.old, item.new)
-        if not stated and not given:
+        given = new_value_given(quoted, line, item.old, item.new) and not _list_drop(item.old, item.new)
+        if not stated and not given and not removal_stated(quoted, item.old, item.new):
+            if _list_drop(item.old, item.new):
+                gone = [t for t in TOKEN.findall(item.old) if VALUE.match(t) and not _has(item.new, t)]
+                return (
+                    f"the change drops {', '.join(gone)} from {item.old!r}, and no quoted sentence says it went "
+                    "(removed, dropped, from X to Y); change only what the record changes"
+                )
             return (
                 f"no quoted turn states that {item.old!r} became {item.new!r} (from/to, rename, instead of, now, "
                 "moved to), and the person's own words do not give the new value for what that line says"

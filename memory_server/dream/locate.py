@@ -16,11 +16,11 @@ import unicodedata
 from dataclasses import dataclass
 
 from memory_server.dream.items import Quote
-from memory_server.dream.record import AGENT, CLAUDE_CODE, FILE, PERSON, TOOL, SessionRecord, Turn
+from memory_server.dream.record import AGENT, CLAUDE_CODE, FILE, OUTSIDE, PERSON, TOOL, SessionRecord, Turn
 
 # When several turns share a line (a rejection notice and the person's feedback), the quote is the person's
 # only if their words hold it.
-SPEAKER_ORDER = (PERSON, AGENT, TOOL, FILE, CLAUDE_CODE)
+SPEAKER_ORDER = (PERSON, AGENT, TOOL, FILE, OUTSIDE, CLAUDE_CODE)
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 GAP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 SENTENCE_LIMIT = 600
@@ -159,16 +159,21 @@ class Recorded:
         turns = session.at(q.line)
         if not turns:
             raise Unlocated(f"nothing is recorded at {q.ref}; cite the reference the evidence pack prints")
-        found = [t for t in turns if holds(t.text, q.quote) or (t.asked and holds(f"{t.asked} -> {t.text}", q.quote))]
+        found = [t for t in turns if holds(t.text, q.quote)]
         if not found:
+            asked = next((t for t in turns if t.asked and holds(t.asked, q.quote)), None)
+            if asked is not None:
+                raise Unlocated(
+                    f"the quote {q.quote!r} is what the person was answering, not their words at {q.ref}: cite it at "
+                    f"{asked.asked_ref} (whoever said it), and the person's answer at {q.ref} as it stands"
+                )
             shown = " | ".join(t.text[:120] for t in turns)
             raise Unlocated(f"the quote {q.quote!r} is not at {q.ref} (it says: {shown!r})")
         # the person's words first, then the most specific turn (a commit message rather than its command)
         turn = min(
             found, key=lambda t: (SPEAKER_ORDER.index(t.speaker) if t.speaker in SPEAKER_ORDER else 9, len(t.text))
         )
-        said = q.quote.rsplit(" -> ", 1)[-1] if turn.asked and not holds(turn.text, q.quote) else q.quote
-        return Located(q, turn, sentence_of(turn.text, said), session, self.order[session.ref_base])
+        return Located(q, turn, sentence_of(turn.text, q.quote), session, self.order[session.ref_base])
 
     def later_turns(self, after: tuple[int, int]) -> list[tuple[int, Turn]]:
         """Every turn after a position (session order, line), in every later session."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 MEMORY_PARTS = ("topics", "sessions", "dreams", "MEMORY.md", ".memory")
@@ -172,6 +173,34 @@ class GitTree:
                 files.setdefault(path, None)
         return list(files)
 
+    def known(self, word: str) -> bool:
+        """Whether a bare CamelCase word is one the project knows at all (in any tracked file, in any case, code
+        or prose) or a well-known product's name (GitHub, PyPI): a word, not a claim about the code."""
+        if word.casefold() in PRODUCT_NAMES:
+            return True
+        return bool(self._grep_any(word))
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
+    def _grep_any(self, word: str) -> bool:
+        if self.top is None:
+            return False
+        excluded = [f":(exclude){m}" for m in self.memory]
+        args = ["git", "-C", str(self.top), "grep", "-q", "-I", "-i", "-w", "-F", "-e", word, "--", ".", *excluded]
+        try:
+            return subprocess.run(args, capture_output=True, timeout=60, check=False).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+    def defined(self, name: str, files: list[str]) -> bool:
+        """Whether `name` is defined (not only used) in one of `files`: a function, type, class, method, constant,
+        variable, struct field or key of its own."""
+        bare = name[:-2] if name.endswith("()") else name
+        pattern = re.compile(DEFINITION.format(name=re.escape(bare)))
+        return any(
+            path in files and pattern.search(code_part(line, _family(path), strings=False))
+            for path, line in self._grep(bare)
+        )
+
     def problem(self, name: str, place: str | None = None) -> str | None:
         """None when `name` is in the tree (in `place` when given), else what is wrong; None outside git."""
         if self.top is None:
@@ -181,8 +210,13 @@ class GitTree:
             files = self.under(place)
             if not files:
                 return f"`{place}` is not a file or folder of the project ({self.top})"
-            if kind != "path" and not self._found(name, kind, files):
-                return f"`{name}` is not in `{place}` (no real occurrence there: comments and strings do not count)"
+            bare = name[:-2] if name.endswith("()") else name
+            if kind == "code":  # `retry.Policy` in `internal/retry`: Policy defined there, in a package retry
+                here = self._dotted(bare, files) if "." in bare else self.defined(bare, files)
+            else:
+                here = self._found(name, kind, files)
+            if kind != "path" and not here:
+                return f"`{name}` is not defined in `{place}` (a use, a comment or a string does not count)"
             return None
         if kind == "path":
             if self.path_exists(name) or self.real(name.strip("/"), "key", None):
@@ -203,15 +237,43 @@ class GitTree:
             return bool(self.real(name.lstrip("-"), "key", within))
         bare = name[:-2] if name.endswith("()") else name
         if kind == "code" and "." in bare:
-            head, _, tail = bare.rpartition(".")
-            owner = head.rsplit(".", 1)[-1]
-            files = self.real(tail, "code", within)
-            if any(owner in Path(f).parts[:-1] or Path(f).stem == owner for f in files):
-                return True  # a package (folder or module) and a name in it
-            if owner[:1].isupper():  # a type and its member, in one file
-                return bool(set(files) & set(self.real(owner, "code", within)))
+            return self._dotted(bare, within)
         return False
 
+    def _dotted(self, bare: str, within: list[str] | None) -> bool:
+        """`pkg.Name`: Name defined in a file of a folder named pkg (or a file pkg.*); `Type.member`: a method of
+        Type (Go's `func (t *Type) member`), or both defined in one file."""
+        head, _, tail = bare.rpartition(".")
+        owner = head.rsplit(".", 1)[-1]
+        files = self.real(tail, "code", within)
+        if owner[:1].isupper():
+            receiver = re.compile(rf"func\s*\(\s*\w*\s*\*?{re.escape(owner)}(?:\[[^\]]*\])?\s*\)\s*{re.escape(tail)}\b")
+            if any(receiver.search(line) for _p, line in self._grep(tail)):
+                return True
+            return any(self.defined(owner, [f]) and self.defined(tail, [f]) for f in files)
+        return any(Path(f).parent.name == owner or Path(f).stem == owner for f in files if self.defined(tail, [f]))
+
+
+# A definition of NAME on a line: a function, method, type, class, constant or variable, a struct field or a
+# key of its own ("NAME:" / "NAME =" / "NAME :=" at the start), or Go's `func (r *T) NAME(`.
+DEFINITION = (
+    r"\b(?:func|def|class|type|interface|struct|enum|const|var|let|fn|trait|module|namespace)\s+"
+    r"(?:\([^)]*\)\s*)?\*?{name}\b|^\s*(?:export\s+)?(?:public |private |protected |static |final )*"
+    r"(?:[\w.<>\[\]*]+\s+)?{name}\s*(?::=|=(?!=)|:|\(|\s+[\w.*\[\]]+(?:\s|$|`))|^\s*\[{name}\]"
+)
+
+
+# Products and services written in CamelCase, named in prose without being the project's code.
+PRODUCT_NAMES = frozenset(
+    "github gitlab bitbucket pypi npmjs javascript typescript postgresql mysql sqlite mongodb dynamodb mariadb "
+    "clickhouse rabbitmq zeromq elasticsearch opensearch graphql websocket websockets oauth openai youtube linkedin "
+    "macos ios ipados iphone ipad powershell vscode intellij pycharm webstorm circleci travisci githubactions "
+    "dockerhub cloudflare cloudfront fastapi numpy scipy pytorch tensorflow langchain llamaindex huggingface "
+    "wordpress digitalocean sourcehut chromadb duckdb leveldb rocksdb boltdb badgerdb cockroachdb timescaledb "
+    "influxdb couchdb firebase firestore bigquery redshift snowflake databricks jetbrains stackoverflow "
+    "webfetch websearch todowrite sessionstart sessionend posttooluse pretooluse userpromptsubmit subagentstop "
+    "precompact claudecode openapi swiftui nextjs nodejs reactjs vuejs sveltekit nestjs expressjs".split()
+)
 
 _KIND_WORDS = {"code": "name in code", "key": "key or setting", "flag": "flag", "path": "path"}
 
@@ -246,27 +308,73 @@ def _external(before: str) -> bool:
     return bool(EXTERNAL.search(before[-60:]))
 
 
-def claimed_names(statement: str) -> list[tuple[str, str | None]]:
+UNQUOTED_NAME = re.compile(
+    r"(?<![\w`/.-])(?:"
+    r"[A-Z][A-Za-z0-9]*\.[A-Za-z_]\w*"  # Type.member
+    r"|[a-z]\w*\.[A-Z]\w*"  # package.Exported
+    r"|[A-Za-z_][\w-]*(?:/[\w.-]+)+/?"  # paths: cmd/entire/cli, docs/generated/
+    r"|[a-z]+(?:[A-Z][a-z0-9]+)+\w*"  # camelCase
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\w*"  # CamelCase
+    r")(?![\w`/-])"
+)
+PATH_PLACE = re.compile(
+    r"\b(?:in|inside|under|within|into|to|of|defined in|lives in|lives under)\s+`?"
+    r"([\w./-]+/[\w./-]*|[\w-]+\.[a-z]{1,5})`?"
+)
+PACKAGE_PLACE = re.compile(r"\bin (?:the )?`?([a-z][\w/-]*)`? (?:package|folder|directory|module)\b")
+
+
+LOCATED_IN = re.compile(r"\b(?:in|inside|under|within|into)\s+(?:the\s+)?$")
+
+
+def _file_like(path: str, before: str) -> bool:
+    """An unquoted slashed word is a file or folder when it looks like one: a file's extension, a trailing
+    slash, or "in"/"under" before it."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return path.endswith("/") or bool(re.search(r"\.[A-Za-z]{1,5}$", last)) or bool(LOCATED_IN.search(before))
+
+
+def _places(statement: str) -> list[tuple[int, str]]:
+    """Where a statement puts things: (position, place) for "in `path`", "in path/x.go", "in the X package"."""
+    out = [(m.start(), m.group(1)) for m in PACKAGE_PLACE.finditer(statement)]
+    for m in PATH_PLACE.finditer(statement):
+        if name_kind(m.group(1)) == "path":
+            out.append((m.start(), m.group(1)))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class ClaimedName:
+    """A name a statement gives: where it puts it (or None), and whether it was written bare (not backticked)."""
+
+    name: str
+    place: str | None
+    bare: bool
+
+
+def claimed_names(statement: str) -> list[ClaimedName]:
     """The project's names a statement gives, each with the file or folder it places it in (or None):
-    backticked names without spaces, and flags anywhere; another program's names are left out."""
+    backticked names without spaces, paths, camelCase and CamelCase names and flags anywhere; another
+    program's names (after `git`, `go`, `npm` ...) are left out. A name is placed by the first place after it
+    in the same clause ("`Load` in `settings/load.go`", "X in the session package")."""
+    found: list[tuple[int, str, bool]] = []
     spans = [(m.start(), m.end(), m.group(1).strip()) for m in BACKTICKED_SPAN.finditer(statement)]
-    out: dict[str, str | None] = {}
-    for i, (start, end, span) in enumerate(spans):
+    for start, _end, span in spans:
         if " " in span or len(span) < 2 or span[0] in "$<" or "://" in span or "=" in span:
             continue
-        if _external(statement[:start]):
-            continue
-        name = span.rstrip(".,:;")
-        place = None
-        if name_kind(name) != "path":
-            for begin, _stop, other in spans[i + 1 :]:
-                between = statement[end:begin]
-                if len(between) <= 40 and name_kind(other) == "path" and PLACE_BEFORE.search(between):
-                    place = other
-                    break
-        out.setdefault(name, place)
+        if not _external(statement[:start]):
+            found.append((start, span.rstrip(".,:;"), False))
     plain = BACKTICKED_SPAN.sub(lambda m: " " * len(m.group(0)), statement)
-    for m in LOOSE_FLAG.finditer(plain):
-        if not _external(plain[: m.start()]):
-            out.setdefault(m.group(0), None)
-    return list(out.items())
+    for m in (*LOOSE_FLAG.finditer(plain), *UNQUOTED_NAME.finditer(plain)):
+        name = m.group(0).rstrip(".,:;")
+        if "://" in plain[max(0, m.start() - 8) : m.end()] or _external(plain[: m.start()]):
+            continue
+        if name_kind(name) == "path" and not _file_like(name, plain[: m.start()]):
+            continue  # a branch or a module path ("the branch is entire/checkpoints/v1"): grounded, not looked up
+        found.append((m.start(), name, not name.startswith("-")))
+    places = _places(statement)
+    out: dict[str, ClaimedName] = {}
+    for at, name, bare in sorted(found):
+        place = next((p for pos, p in places if pos > at and pos - at < 60 and p != name), None)
+        out.setdefault(name, ClaimedName(name, place if name_kind(name) != "path" else None, bare))
+    return list(out.values())

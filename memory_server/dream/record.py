@@ -57,13 +57,20 @@ CACHE_DIR = "dream-record"
 CACHE_VERSION = 1
 MAX_TURN_CHARS = 100_000  # what the parser keeps of a record's text (sessions/bounds.py)
 PERSON, AGENT, TOOL, FILE, CLAUDE_CODE = "person", "agent", "tool", "file", "claude-code"
+OUTSIDE = "outside"
 SPEAKER_WORDS = {
     PERSON: "the person",
     AGENT: "the agent",
     TOOL: "a tool's output",
     FILE: "a file's content",
     CLAUDE_CODE: "Claude Code's own text",
+    OUTSIDE: "an outside source (a web page, an issue or pull request, an API)",
 }
+# Tools and commands that bring in text someone outside the session wrote: never evidence about the project.
+OUTSIDE_TOOLS = frozenset({"webfetch", "websearch", "web_fetch", "web_search"})
+OUTSIDE_COMMAND = re.compile(
+    r"^\s*(?:curl|wget|http|lynx|gh\s+(?:issue|pr|api|release|search|gist|discussion)|glab\s+(?:issue|mr|api))\b"
+)
 EDIT_TOOLS = frozenset({"edit", "multiedit", "notebookedit"})
 WRITE_TOOLS = frozenset({"write"})
 READ_TOOLS = frozenset({"read", "notebookread"})
@@ -74,6 +81,7 @@ _FEEDBACK = re.compile(r"(?s)the user said:\s*\n?(.*)$")
 _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 _PLAN_APPROVED = re.compile(r"^User has approved your plan", re.I)
 _PLAN_HANDOFF = re.compile(r"^\s*Implement the following plan:\s*", re.I)
+APPROVED_PLAN = "approved this plan"  # the person's answer when they approved a whole plan
 _DROPPED_BLOCKS = re.compile(
     r"(?is)<(system-reminder|user-prompt-submit-hook|ide_[a-z_]+|ide-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)"
 )
@@ -277,7 +285,8 @@ class _TranscriptTurns:
             return
         if _PLAN_HANDOFF.match(req[0]):  # Claude Code starts the approved plan: the plan is the agent's
             plan = _PLAN_HANDOFF.sub("", req[0])
-            self.turn(m.line, m, PERSON, "answer", "approved this plan", asked=plan, asked_ref=f"{self.base}:{m.line}")
+            self.turn(m.line, m, AGENT, "plan", plan)
+            self.turn(m.line, m, PERSON, "answer", APPROVED_PLAN, asked=plan, asked_ref=f"{self.base}:{m.line}")
             self.last_agent = None
             return
         dropped = "\n".join(x.group(0) for x in _DROPPED_BLOCKS.finditer(m.text))
@@ -308,14 +317,16 @@ class _TranscriptTurns:
         if use is not None and use.name == "ExitPlanMode" and _PLAN_APPROVED.match(text):
             self.turn(m.line, m, CLAUDE_CODE, "canned", text)
             plan = use.input.get("plan")
-            asked = ask_of(plan) if isinstance(plan, str) else ""
             self.turn(
-                m.line, m, PERSON, "answer", "approved the plan", asked=asked, asked_ref=f"{self.base}:{use.line}"
-            )
+                m.line, m, PERSON, "answer", APPROVED_PLAN, asked=plan if isinstance(plan, str) else "",
+                asked_ref=f"{self.base}:{use.line}",
+            )  # fmt: skip
             return
         label = tool_label(use, self.t.cwd) if use is not None else ""
         if use is not None and use.name.lower() in READ_TOOLS:
             self.turn(m.line, m, FILE, "file", text, tool=label)
+        elif use is not None and _outside(use):
+            self.turn(m.line, m, OUTSIDE, "output", text, tool=label)
         else:
             self.turn(m.line, m, TOOL, "error" if res.is_error else "output", text, tool=label)
 
@@ -336,6 +347,12 @@ class _TranscriptTurns:
             self.turn(m.line, m, PERSON, "correction", note, tool=label)
         if notes:
             self.last_agent = None
+        if use is not None:  # the call never ran: its edit or command is not something that happened
+            self.turns = [
+                dataclasses.replace(t, kind="rejected") if t.line == use.line and t.speaker == AGENT and t.tool == label
+                and t.kind in ("edit", "write", "command", "commit", "call") else t
+                for t in self.turns
+            ]  # fmt: skip
 
     def _answers(self, m: Message, use: ToolUse, res: ToolResult) -> None:
         questions = [q.get("question") for q in use.input.get("questions") or [] if isinstance(q, dict)]
@@ -361,6 +378,13 @@ class _TranscriptTurns:
                 last = None
         if last is not None:
             self.turns[last] = dataclasses.replace(self.turns[last], closing=True)
+
+
+def _outside(use: ToolUse) -> bool:
+    command = use.input.get("command")
+    if use.name.lower() in OUTSIDE_TOOLS or use.name.startswith("mcp__"):
+        return use.name.lower() in OUTSIDE_TOOLS or "fetch" in use.name.lower() or "search" in use.name.lower()
+    return use.name.lower() in SHELL_TOOLS and isinstance(command, str) and bool(OUTSIDE_COMMAND.match(command))
 
 
 def _failure(base: str, f: Failure, date: str | None, turns: list[Turn]) -> FailureRecord:

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from memory_server.dream.claims import (
     AWAY_BEFORE,
     content_words,
+    measures,
     mentions,
     negated_terms,
     polarity_terms,
+    stem,
     stems,
     subject_terms,
 )
@@ -33,9 +35,17 @@ from memory_server.dream.stance import REVERSAL, classify
 DIRECTIVE = re.compile(
     r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now|wait|also|hmm|oh)[,\s]+)*(?:don't|do not|"
     r"dont|never|stop|avoid|let'?s|no\b|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|"
+    r"set|bump|raise|lower|change|increase|decrease|reduce|make|i (?:don't|do not|never) want|i want|"
     r"replace|skip|leave|take|get rid of|you(?:'re| are) (?:not|wrong)|that(?:'s| is) (?:not|wrong|incorrect)|"
     r"not (?:correct|true|right)|incorrect|wrong|we (?:will|won't|will not|should|shouldn't|should not|"
     r"must|mustn't|must not|don't|do not)|you (?:should|shouldn't|should not|must|mustn't|must not))\b",
+    re.I,
+)
+# What undoes the thing just spoken of, in a reply that does not name it ("revert that", "put it back"; not
+# "close it", which closes an issue as often as it undoes anything).
+UNDO = re.compile(
+    r"\b(?:revert|undo|roll (?:it |that |this )?back|(?:put|change|switch|set) (?:it|that|this|them) back|"
+    r"go back|back (?:it|that|this) out|scrap (?:it|that|this))\b",
     re.I,
 )
 SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
@@ -87,14 +97,37 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
         return False
     words = [t for t in terms if not _is_name_term(t)]
     named = mentions(sentence, [t for t in terms if _is_name_term(t)], 1)
-    if not (named or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
+    values = superseded(statement, sentence) and mentions(sentence, words, 1)  # "the 5s timeout" after "15 s"
+    if not (named or values or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
         return False  # a flip must be about the subject: a name, three of its words, or one they seldom use
-    key = [t for t in polarity_terms(statement) if mentions(sentence, [t], 1)]
-    if not key or negated_terms(statement, key) == negated_terms(sentence, key):
+    if not (_flips(statement, sentence, terms) or superseded(statement, sentence)):
         return False
     if turn.speaker == PERSON:
         return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
-    return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence))  # "it never reaches X" decides nothing
+    # a commit that removes it or sets another value ("registry: 5s timeout"); "it never reaches X" decides nothing
+    return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence) or superseded(statement, sentence))
+
+
+def _flips(statement: str, sentence: str, terms: list[str]) -> bool:
+    """Whether a sentence negates most of what the statement adopts of the terms both name, or the reverse."""
+    by_stem = {stem(t.removeprefix("~")): t.removeprefix("~") for t in [*terms, *polarity_terms(statement)]}
+    key = [t for t in by_stem.values() if mentions(sentence, [t], 1)]
+    differ = negated_terms(statement, key) ^ negated_terms(sentence, key)
+    return bool(key) and len(differ) * 2 > len(key)
+
+
+def superseded(statement: str, sentence: str) -> bool:
+    """A later sentence that gives another value in the same unit ("set it to 10 seconds" after "30 s")."""
+    said = measures(statement)
+    later = measures(sentence)
+    return any(unit == u and value != v and (value, unit) not in later for value, unit in said for v, u in later)
+
+
+def _answers_back(sentence: str, statement: str) -> bool:
+    """The person's short reply to the agent's words about the subject that undoes it or sets another value."""
+    if classify(sentence) in ("question", "what-if"):
+        return False
+    return bool(UNDO.search(sentence)) or bool(DIRECTIVE.match(sentence)) and superseded(statement, sentence)
 
 
 def _rare_hit(sentence: str, rare: set[str]) -> bool:
@@ -138,7 +171,10 @@ def later_mentions(
     if not terms or not located:
         return out
     start = min(x.position for x in located)
-    cited = {x.turn.ref for x in located}
+    # a cited turn is read too, but not its quoted sentences ("... after the modernc switch. let's go back")
+    cited: dict[str, list[str]] = {}
+    for x in located:
+        cited.setdefault(x.turn.ref, []).append(x.quote.quote.casefold())
     # what may adopt it again after a reversal: the person's words for a decision, any quote for a fact
     again = [
         x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
@@ -147,19 +183,35 @@ def later_mentions(
         n = order.get(session.ref_base, -1)
         if n < start[0]:
             continue
+        after_subject = False  # the agent's last words were about the subject: "set it to 10 seconds" is too
         for turn in session.turns:
-            if (n, turn.line) <= start or turn.ref in cited or (turn.speaker, turn.kind) not in SPOKEN:
+            if (turn.speaker, turn.kind) not in SPOKEN:
                 continue
-            _scan(out, turn, statement, need, any(p > (n, turn.line) for p in again))
+            if (n, turn.line) > start:
+                readopted = any(p > (n, turn.line) for p in again)
+                _scan(out, turn, statement, need, readopted, (cited.get(turn.ref, []), after_subject))
+            if turn.speaker == AGENT:
+                after_subject = mentions(turn.text, terms, need)
     return out
 
 
-def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool) -> None:
-    """Note one turn: its sentence that takes the subject back, else its first that names it."""
-    sentences = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip()]
+def _sentences(turn: Turn, quoted: list[str]) -> list[str]:
+    out = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if s.strip()]
+    return [s for s in out if not any(q in s.casefold() or s.casefold() in q for q in quoted)]
+
+
+def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool, seen: tuple[list[str], bool]) -> None:
+    """Note one turn: its sentence that takes the subject back, else its first that names it. (`seen`: the
+    turn's quoted words, and whether the agent had just spoken of the subject.)"""
+    quoted, after_subject = seen
+    sentences = _sentences(turn, quoted)
     hits = [s for s in sentences if mentions(s, out.terms, need)]
+    named_here = bool(hits) or any(mentions(q, out.terms, need) for q in quoted)
     back = next((h for h in hits if _takes_back(turn, h, statement, out.terms, out.rare)), None)
-    if back is None and hits and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
+    if back is None and not hits and after_subject and turn.speaker == PERSON and len(turn.text) < 300:
+        back = next((s for s in sentences if _answers_back(s, statement)), None)  # "set it to 10 seconds"
+        hits = [back] if back else []
+    if back is None and named_here and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
         back = next((s for s in sentences if REVERSAL.search(s) and classify(s) not in ("question", "what-if")), None)
     shown = back or (hits[0] if hits else None)
     if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):

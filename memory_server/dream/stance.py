@@ -15,7 +15,11 @@ QUESTION_START = re.compile(
     re.I,
 )
 WHAT_IF = re.compile(
-    r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also|might be worth)\b", re.I
+    r"\b(?:what if|suppose we|imagine we|hypothetically|in theory|if we were to|we could also|might be worth|"
+    r"maybe|perhaps|possibly|might be|may be|could be|i wonder|i suspect|i guess|not sure|"
+    r"asked (?:whether|if)|wondered (?:whether|if)|wants? to know (?:whether|if)|whether (?:we|they|i|you|he|she) "
+    r"(?:can|could|should|may|might))\b",
+    re.I,
 )
 CONSIDERED = re.compile(
     r"\b(?:considered|thought about|looked at|evaluated|tried|explored|discussed)\b.{0,160}?"
@@ -25,22 +29,24 @@ CONSIDERED = re.compile(
 )
 # "We looked at make. We'll keep mise.": a look at something, then staying with what there was.
 CONSIDERED_THEN_KEPT = re.compile(
-    r"\b(?:considered|thought about|looked (?:at|into)|evaluated|tried|explored|discussed)\b.{0,200}?"
-    r"(?:[.;!]\s+|\s[—–]\s|,\s*(?:so|and)\s+).{0,40}?\b(?:we'?ll|we will|we|let'?s|i'?ll|going to)\s+"
-    r"(?:keep|stay|stick|remain|continue)\b",
+    r"\b(?:considered|thought about|looked (?:at|into)|evaluated|tried|explored|discussed|weighed|compared)\b"
+    r".{0,200}?(?:[.;:!]\s*|\s[—–]\s|,\s*(?:so|and|but)?\s*)"
+    r".{0,40}?\b(?:(?:we'?ll|we will|we|let'?s|i'?ll|going to)\s+)?(?:keep(?:ing)?|stay(?:ing)?|stick(?:ing)?|"
+    r"remain(?:ing)?|continu(?:e|ing)|sticking with|staying (?:on|with))\b",
     re.I | re.S,
 )
+# Saying no to doing something. ("You are not correct: ..." disagrees with what was said, and then says what
+# is: a correction, read as one where the agent's words are the evidence.)
 DECLINED = re.compile(
     r"\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
     r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is|"
-    r"not now|no thanks|no need|you(?:'re| are) (?:not (?:correct|right)|wrong|incorrect|mistaken)|"
-    r"that(?:'s| is) (?:not (?:right|correct|true)|wrong|incorrect)|not correct|incorrect)\b",
+    r"not now|no thanks|no need)\b",
     re.I,
 )
 # A request worded as a question: "can you ...", "could we ...", "would you ...".
 REQUEST = re.compile(
     r"(?:^\W*|[,;:—–-]\s*|\bso\s+|\band\s+)(?:(?:ok|okay|so|and|also|hmm|well|great|then|now)[,\s]+)*"
-    r"(?:can|could|would|will) (?:you|we|u)\s+(?:please\s+)?"
+    r"(?:can|could|would|will) (?:you|we|u)\s+(?:please\s+)?(?!.*\bor\b.*\?)"
     r"(?!(?:maybe|perhaps|possibly|also consider|think|consider|imagine)\b)(?!.*\b(?:be related|be the cause|"
     r"be why|explain|tell me|check (?:whether|if)|look into whether)\b)",
     re.I,
@@ -58,6 +64,7 @@ INSTEAD = re.compile(
 REVERSAL = re.compile(
     r"\b(?:revert(?:ed|ing|s)?|roll(?:ed)? (?:it |that |this )?back|rollback|undo|undid|undone|cancel(?:l?ed)?|"
     r"close it|closed it|switch(?:ed)? back|go back to|went back to|going back to|back out|backed out|"
+    r"put (?:it |that |this |them |the )?(?:[\w`'.-]+ ){0,3}back\b|"
     r"scrap(?:ped)?|never ?mind|not needed after all|(?:is|are|was|were) actually needed|changed my mind|"
     r"on second thought)\b",
     re.I,
@@ -65,6 +72,21 @@ REVERSAL = re.compile(
 
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def considered_part(text: str) -> str:
+    """What a "we looked at X but kept Y" sentence only looked at (X's stretch), or ""."""
+    m = CONSIDERED.search(text) or CONSIDERED_THEN_KEPT.search(text)
+    return text[m.start() : m.end()] if m and not SWITCHED.search(text[m.end() :]) else ""
+
+
+def kept_part(text: str) -> str:
+    """What such a sentence kept: the words after its "keep", "stay on", "sticking with"."""
+    m = CONSIDERED.search(text) or CONSIDERED_THEN_KEPT.search(text)
+    if not m:
+        return ""
+    rest = text[m.end() : m.end() + 120]
+    return re.split(r"[,;.!?]|\band\b|\bbecause\b", rest, maxsplit=1)[0]
 
 
 def classify(quote: str) -> str:

@@ -6,6 +6,7 @@ Every item of a compressed session file is one line long and safe in Markdown; t
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Words that carry no content: dropped from keyword OR queries (never from phrases) and from the content
 # words that match a query to a topic or a past query.
@@ -67,7 +68,17 @@ HTML_START = re.compile(r"<(?=[!/?A-Za-z])")
 
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+# Characters that show nothing but can carry text (Unicode tags, line separators, soft hyphens, variation
+# selectors): every format, separator and private-use character beyond the few above.
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
+
+
+def invisible(text: str) -> bool:
+    """Whether `text` holds a character that shows nothing (or nothing it means)."""
+    return any(unicodedata.category(ch) in INVISIBLE_CATEGORIES for ch in text if ord(ch) > 0x7F)
 
 
 def as_data(text: str, *, multiline: bool = False) -> str:
@@ -82,4 +93,14 @@ def as_data(text: str, *, multiline: bool = False) -> str:
     if not multiline:
         text = text.replace("\n", "\\n")
     text = UNSAFE_CHAR.sub(_visible, text)
+    if invisible(text):
+        text = "".join(
+            _visible_char(ch) if ord(ch) > 0x7F and unicodedata.category(ch) in INVISIBLE_CATEGORIES else ch
+            for ch in text
+        )
     return HTML_START.sub(r"\\<", text)
+
+
+def _visible_char(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
