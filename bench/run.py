@@ -73,7 +73,7 @@ class QueryCachingEmbedder:
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
         """A question's token vectors are kept too (as int8, which ranks as float does)."""
         if len(texts) != 1:
-            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined]
         vector = self.cache.embed(self.inner, texts, "int8")
         key = text_key(self.inner.name, texts[0])
         return vector, [self.cache.get_tokens([key], "int8")[key]]

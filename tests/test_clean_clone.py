@@ -84,6 +84,7 @@ def shared_tests(path: Path) -> list[str]:
     decorators (parametrize lists) or its fixtures do."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     tainted = set(SHARED_SEEDS)
+    node: ast.AST
     for node in tree.body:  # `from conftest import SHARED_TRANSCRIPTS as TRANSCRIPTS`
         if isinstance(node, ast.ImportFrom) and node.module == "conftest":
             tainted |= {alias.asname for alias in node.names if alias.name in SHARED_SEEDS and alias.asname}

@@ -144,12 +144,12 @@ def tool_inputs(path: Path, names: set[str]) -> list[dict]:
 
 
 def failed_tool_ids(path: Path) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for rec in records(path):
         content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
         if isinstance(content, list):
             out |= {
-                b.get("tool_use_id")
+                str(b.get("tool_use_id"))
                 for b in content
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error") is True
             }

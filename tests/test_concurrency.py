@@ -13,6 +13,7 @@ import random
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from conftest import write
@@ -109,7 +110,7 @@ def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
     markers = seed(root)
     retired: set[str] = set()
     logs = [open(tmp_path / f"server{n}.log", "w") for n in range(SERVERS)]
-    calls = {"answered": 0, "errors": []}
+    calls: dict[str, Any] = {"answered": 0, "errors": []}
     rebuild: dict[str, object] = {}
 
     async def ask(s, n: int, stop: anyio.Event) -> None:

@@ -73,6 +73,7 @@ def scripted_root(tmp_path: Path, kind: str) -> Path:
 def proposal(root: Path, tmp_path: Path) -> tuple[str, dict[str, bytes], dict]:
     """Make a proposal; return its id, the bytes each target has after an uninterrupted apply, and the meta."""
     result = dream(root)
+    assert result.id is not None, result.message
     reference = tmp_path / "reference"
     shutil.copytree(root, reference)
     applied = apply_proposal(reference, result.id, clock=lambda: NOW)
@@ -192,6 +193,7 @@ def test_a_file_edited_after_the_kill_is_left_alone_and_named(tmp_path: Path) ->
 def test_an_interrupted_reject_is_recorded_in_the_proposal_and_the_state_together(tmp_path: Path) -> None:
     root = scripted_root(tmp_path / "live", "plain")
     pid = dream(root).id
+    assert pid is not None
     killed = run(root, "dream", "reject", pid, "--hunks", "1", crash="dream-apply-before-meta")
     assert killed.returncode == KILLED, killed.stderr
     assert meta_of(root, pid)["hunks"][0]["status"] == "pending"

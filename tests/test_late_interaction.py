@@ -76,7 +76,7 @@ def _root(tmp_path: Path) -> Path:
 
 
 def _first(root: Path, **settings: object) -> str:
-    ranking = {"keyword_weight": 0.0, "file_weight": 0.0, "neighbour_weight": 0.0}  # the semantic signal alone
+    ranking: dict[str, object] = {"keyword_weight": 0.0, "file_weight": 0.0, "neighbour_weight": 0.0}  # semantic alone
     ranking.update({k: v for k, v in settings.items() if k.startswith("late")})
     embedding = {k: v for k, v in settings.items() if k == "token_vectors"}
     m = Memory(

@@ -20,7 +20,7 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _in_threads(n: int, work) -> None:  # type: ignore[no-untyped-def]
+def _in_threads(n: int, work) -> None:
     """Run `work` once in each of `n` short-lived threads, one after the other (as a tool call pool does)."""
     for _ in range(n):
         t = threading.Thread(target=work)

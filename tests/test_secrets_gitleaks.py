@@ -46,7 +46,7 @@ CONTEXT = [s for s in samples(seed=4242) if s.rule.startswith("context:")]
 
 
 @pytest.mark.parametrize("sample", CONTEXT, ids=[s.rule[8:] for s in CONTEXT])
-def test_secrets_in_the_forms_people_paste_them(sample) -> None:  # type: ignore[no-untyped-def]
+def test_secrets_in_the_forms_people_paste_them(sample) -> None:
     """PEM keys on one line, `Authorization: Basic`, `auth=(user, pass)`, `.netrc`, NuGet, kubeconfig key data,
     "the password is: X", `az login -p`, `htpasswd -nb`, `sudo -S`, tokens glued by JSON or URL escapes."""
     for enc in ENCODINGS:

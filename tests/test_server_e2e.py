@@ -85,6 +85,7 @@ def test_repository_memory_literal_search_over_mcp():
 def test_help_documents_commands(argv, capsys):
     from memory_server.cli import main
 
+    code: object
     try:
         code = main(argv)
     except SystemExit as exc:
@@ -224,6 +225,7 @@ def test_tools_publish_output_schemas_and_short_descriptions(root: Path):
                 assert schema.get("additionalProperties") is not True or len(schema["properties"]) > 2
                 assert t.description and "\n" not in t.description and len(t.description) <= 300, t.description
             search = next(t for t in tools if t.name == "search_memory").output_schema
+            assert search is not None
             hit = search["$defs"]["SearchHit"]["properties"]
             assert {"path", "start_line", "end_line", "layer", "date", "score", "text"} <= set(hit)
             # What the model reads of the tools (name, description, input schema) stays small: no derived

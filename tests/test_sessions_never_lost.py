@@ -22,7 +22,7 @@ from memory_server.sessions.hooks import session_end
 LOCK_SECONDS_ENV = "MEMORY_SERVER_COMPRESS_LOCK_SECONDS"
 
 
-def queued(root: MemoryRoot) -> list:  # type: ignore[type-arg]
+def queued(root: MemoryRoot) -> list:
     from memory_server.sessions.pending import queued as waiting
 
     return waiting(root)
@@ -55,14 +55,14 @@ def _sessions(root: Path) -> list[Path]:
     return sorted((root / "sessions" / "compressed").rglob("*.md"))
 
 
-def _wait(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate, what: str) -> None:
     deadline = time.monotonic() + WAIT_SECONDS
     while not predicate():
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
 
 
-def _status(root: Path) -> dict:  # type: ignore[type-arg]
+def _status(root: Path) -> dict:
     memory = Memory(root, embedder=False)
     try:
         return memory.status()
