@@ -19,6 +19,7 @@ from memory_server import browse, status
 from memory_server.dream.recall import RecallLog
 from memory_server.errors import (
     ConfigError,
+    CorruptIndexError,
     IndexUnavailableError,
     LockedError,
     VectorStoreError,
@@ -28,7 +29,7 @@ from memory_server.files.sqlite import is_damage, unavailable_reason
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import embed_text
 from memory_server.index.embedder import Embedder, MiniLMEmbedder
-from memory_server.index.fts import CorruptIndexError, FtsIndex
+from memory_server.index.fts import FtsIndex
 from memory_server.index.indexer import Indexer, Progress, SyncReport, default_index_paths
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk

@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from memory_server.api import Memory
-from memory_server.errors import LockedError, MemoryServerError
-from memory_server.index.indexer import IndexCancelled
+from memory_server.errors import IndexCancelled, LockedError, MemoryServerError
 from memory_server.index.watcher import Watcher
 from memory_server.sessions.hooks import resume_pending
 

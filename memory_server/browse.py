@@ -5,18 +5,22 @@ The `Memory` facade (api.py) calls these; they only read (memory files only, str
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import MemoryServerError, NotFoundError, PathRefusedError
 from memory_server.files.paths import confine_memory
 from memory_server.files.reading import READ_MAX_CHARS, read_window
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.markdown import iso_date
+from memory_server.parse.text import as_data
 from memory_server.sessions import transcript_layer as transcript_index
 
 if TYPE_CHECKING:
     from memory_server.api import Memory
+
+log = logging.getLogger(__name__)
 
 
 def read(memory: Memory, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
@@ -90,8 +94,8 @@ def list_topics(memory: Memory, limit: int | None = None) -> list[dict[str, Any]
         try:
             text = memory.root.read_text(rel, max_bytes=memory.settings.index.max_file_bytes).text
             meta, _, _ = split_front_matter(text.splitlines())
-        except Exception:
-            pass
+        except (MemoryServerError, OSError) as exc:  # listed all the same, by its file name
+            log.info("list_topics: %s read without its front matter (%s)", as_data(rel), exc)
         tags = meta.get("tags") or []
         topics.append(
             {

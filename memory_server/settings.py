@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memory_server.errors import ConfigError
+from memory_server.errors import ConfigError, YamlError
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
 from memory_server.files.root import SETTINGS_FILE
 
@@ -353,11 +353,9 @@ def _read_yaml(path: Path, *, required: bool) -> Any:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read settings file {path} ({exc}); fix it or delete it to use the defaults") from exc
-    import yaml
-
     try:
         return load_yaml(text)
-    except yaml.YAMLError as exc:
+    except YamlError as exc:
         detail = " ".join(str(exc).split())  # one line: errors are printed on one line
         raise ConfigError(f"{path} is not valid YAML ({detail}); fix it or delete it to use the defaults") from exc
 

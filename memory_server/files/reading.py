@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import FileSkipped, NotFoundError, PathRefusedError
 from memory_server.files.paths import HardLinks, is_inside
 
 # Files larger than this are skipped (with a warning in status) unless memory.yaml raises it.
@@ -46,10 +46,6 @@ class FileText:
     size: int
     mtime_ns: int
     warnings: tuple[str, ...] = field(default_factory=tuple)
-
-
-class FileSkipped(Exception):
-    """A memory file that cannot be indexed (binary, too large, not a regular file); carries why."""
 
 
 def read_memory_file(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from memory_server.errors import CorruptIndexError
 from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
 from memory_server.parse.markdown import Chunk
 
@@ -88,10 +89,6 @@ class FileRecord:
 
 def row_to_chunk(row: Sequence[Any]) -> Chunk:
     return Chunk(*row[:9])
-
-
-class CorruptIndexError(Exception):
-    """The SQLite file is not a usable index (truncated, garbage, wrong schema)."""
 
 
 class FtsIndex:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_server.errors import FileSkipped, IndexCancelled
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.paths import HardLinks
-from memory_server.files.reading import FileSkipped
 from memory_server.files.root import MemoryRoot, layer_of
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
@@ -81,10 +81,6 @@ class SyncReport:
             + (f", {self.cache_pruned} unused cached embeddings dropped" if self.cache_pruned else "")
             + f" in {self.seconds:.2f}s"
         )
-
-
-class IndexCancelled(Exception):
-    """The index update was stopped (the server is shutting down); the next run resumes it."""
 
 
 class Indexer(IndexRepairs):
