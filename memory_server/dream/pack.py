@@ -94,7 +94,6 @@ class TopicLine:
 @dataclass
 class Pack:
     sessions: list[SessionRecord]
-    topic_lines: list[TopicLine]
     text: str
     left_out: dict[str, int] = field(default_factory=dict)  # session ref base -> items left out
     seconds: float = 0.0
@@ -307,9 +306,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
         out.append("")
     out += _outline(topics)
     text = redact_for_report("\n".join(out))
-    return Pack(
-        [b[0] for b in blocks], lines, text, left, time.monotonic() - started, covered, waiting, sorted(held or {})
-    )
+    return Pack([b[0] for b in blocks], text, left, time.monotonic() - started, covered, waiting, sorted(held or {}))
 
 
 def write_pack(root: MemoryRoot, pack: Pack) -> Path:

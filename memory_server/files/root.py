@@ -123,14 +123,6 @@ class MemoryRoot:
         d = self.path / STATE_DIR
         return not os.access(d if d.is_dir() else self.path, os.W_OK)
 
-    def require_writable(self, what: str) -> None:
-        """Refuse a write with a message when the root is served read-only."""
-        if self.read_only:
-            raise RootError(
-                f"the memory root {self.path} is read-only, so {what} is refused; searches still work from the "
-                "existing index. Make the folder writable to change it"
-            )
-
     def relpath(self, path: Path) -> str:
         return path.relative_to(self.path).as_posix()
 
