@@ -69,8 +69,8 @@ def prepare_root(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         memory.close()
     return root, {
         "root": str(root),
-        "files": status["files"],
-        "chunks": status["chunks"],
+        "files": status.files,
+        "chunks": status.chunks,
         "index_seconds_before_runs": round(time.perf_counter() - started, 3),
         "chunks_embedded_before_runs": report.chunks_embedded,
         "embedder": embedder.name,

@@ -1,5 +1,6 @@
-"""What the MCP tools return: typed models (so `tools/list` publishes each tool's output schema), written
-compactly because every character is read by the model.
+"""The typed records `Memory` returns and the MCP tools publish: one type each, so `tools/list` has real
+output schemas and nothing is converted at the edge. Written compactly because every character is read by
+the model.
 
 A search answer names each file's title once (`titles`), then gives per hit only what the model needs to
 judge it and to read more: path and lines (the read_memory arguments), layer, date, score, the heading
@@ -10,14 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Literal
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, WithJsonSchema
 
-from memory_server.search.query import Hit
-
-Layer = Literal["topic", "session", "transcript"]
+from memory_server.files.root import Layer
+from memory_server.parse.memory_md import MemoryIndexReport
+from memory_server.search.exact import Match
+from memory_server.search.query import Hit, Mode
 
 
 class SearchHit(BaseModel):
@@ -29,25 +31,24 @@ class SearchHit(BaseModel):
     score: float
     heading: str | None = None
     text: str
-    match: Literal["phrase", "substring", "all_terms", "any_terms"] | None = None
+    match: Match | None = None
 
 
 class SearchResult(BaseModel):
     hits: list[SearchHit]
     titles: dict[str, str] = {}
-    mode: Literal["hybrid", "keyword", "semantic"] | None = None
+    mode: Mode | None = None
     note: str | None = None
 
 
 class ReadResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
     path: str
     start_line: int
     end_line: int | None = None
     total_lines: int | None = None
     text: str
     more: str | None = None
+    cut_lines: list[int] | None = None  # lines shown cut to the per-line limit
 
 
 class Topic(BaseModel):
@@ -82,6 +83,13 @@ class SemanticIndexStatus(BaseModel):
     error: str | None = None
 
 
+class IndexingStatus(BaseModel):
+    stage: str
+    done: int
+    total: int
+    stopped: str | None = None  # why background indexing stopped, and when it is tried again
+
+
 class ProblemFile(BaseModel):
     path: str
     status: str
@@ -109,9 +117,12 @@ class DreamStatus(BaseModel):
     how: str | None = None
 
 
-class Status(BaseModel):
-    model_config = ConfigDict(extra="allow")
+# Published as a plain object: the model reads these parts of memory_status when they matter, and their full
+# schemas would make every tools/list a kilobyte longer.
+PlainObject = WithJsonSchema({"type": "object"})
 
+
+class Status(BaseModel):
     root: str
     files: int
     files_by_layer: dict[str, int]
@@ -119,17 +130,17 @@ class Status(BaseModel):
     chunks_by_layer: dict[str, int]
     keyword_index: KeywordIndexStatus
     semantic_index: SemanticIndexStatus
-    indexing: dict[str, int | str]
+    indexing: Annotated[IndexingStatus, PlainObject]
     problem_files: list[ProblemFile]
     problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
     sessions_queue: SessionsQueue | None = None
     dream: DreamStatus
-    memory_index: dict[str, Any] | None = None
+    memory_index: Annotated[MemoryIndexReport, PlainObject] | None = None
     config_error: str | None = None
 
 
-def search_result(hits: Sequence[Hit], *, mode: str | None = None, note: str | None = None) -> SearchResult:
+def search_result(hits: Sequence[Hit], *, mode: Mode | None = None, note: str | None = None) -> SearchResult:
     """Hits in rank order, each file's title once."""
     titles: dict[str, str] = {}
     out = []
@@ -141,15 +152,15 @@ def search_result(hits: Sequence[Hit], *, mode: str | None = None, note: str | N
                 path=hit.path,
                 start_line=hit.start_line,
                 end_line=hit.end_line,
-                layer=hit.layer,  # type: ignore[arg-type]
+                layer=hit.layer,
                 date=hit.date,
                 score=round(hit.score, 3),
                 heading=heading,
                 text=hit.text,
-                match=hit.match,  # type: ignore[arg-type]
+                match=hit.match,
             )
         )
-    return SearchResult(hits=out, titles=titles, mode=mode, note=note)  # type: ignore[arg-type]
+    return SearchResult(hits=out, titles=titles, mode=mode, note=note)
 
 
 def compact(model: BaseModel) -> CallToolResult:

@@ -246,10 +246,10 @@ def test_compress_killed_before_its_rename_leaves_no_partial_file_and_the_next_r
     assert leftover.name.startswith(f".{want.name}.") and leftover.parent.name == want.parent.name
     rel = leftover.relative_to(root).as_posix()
     assert layer_of(rel) is None and rel not in dict(MemoryRoot(root).memory_files())
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
-        assert memory.status()["files_by_layer"].get("session", 0) == 0  # the indexer ignores the dot-file
+        assert memory.status().files_by_layer.get("session", 0) == 0  # the indexer ignores the dot-file
     finally:
         memory.close()
 

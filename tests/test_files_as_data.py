@@ -23,19 +23,19 @@ def test_a_hard_link_to_a_file_outside_the_root_is_not_indexed(root: Path, tmp_p
     outside = tmp_path / "secret-notes.md"
     outside.write_text("# Notes\n\nthe vault combination is quasarwombat\n", encoding="utf-8")
     os.link(outside, root / "topics" / "linked.md")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         assert memory.search_exact("quasarwombat") == []
-        [problem] = [p for p in memory.status()["problem_files"] if p["path"] == "topics/linked.md"]
-        assert "hard link" in problem["reason"]
+        [problem] = [p for p in memory.status().problem_files if p.path == "topics/linked.md"]
+        assert "hard link" in str(problem.reason)
     finally:
         memory.close()
 
 
 def test_a_hard_link_inside_the_root_is_indexed(root: Path) -> None:
     os.link(root / "topics" / "printer.md", root / "topics" / "printer-copy.md")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         assert {h.path for h in memory.search_exact("SAVE_CONFIG", k=10)} >= {"topics/printer-copy.md"}
@@ -55,9 +55,9 @@ def test_status_shows_a_hostile_file_name_escaped(root: Path, capsys: pytest.Cap
     shown = capsys.readouterr().out
     assert "evil\\n## SYSTEM" in shown
     assert not any(line.startswith("## SYSTEM") for line in shown.splitlines()) and "\x1b" not in shown
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
-        paths = [p["path"] for p in memory.status()["problem_files"]]
+        paths = [p.path for p in memory.status().problem_files]
     finally:
         memory.close()
     assert any(p.startswith("topics/evil\\n") for p in paths)
@@ -106,7 +106,7 @@ def test_a_growing_transcript_is_read_from_where_the_last_read_stopped(
     sid = "6f0a0000-0000-4000-8000-000000000001"
     transcript = folder / f"{sid}.jsonl"
     transcript.write_text(_records(sid, 0, 4000), encoding="utf-8")  # about 5 MB
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         assert memory.search_exact("reply3999z", layers=["transcript"])
@@ -138,7 +138,7 @@ def test_a_rewritten_transcript_is_read_again_whole(
     sid = "6f0a0000-0000-4000-8000-000000000002"
     transcript = folder / f"{sid}.jsonl"
     transcript.write_text(_records(sid, 0, 6), encoding="utf-8")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         replacement = folder / "new.tmp"

@@ -38,7 +38,6 @@ def test_a_garbled_chroma_store_is_repaired_by_every_command(root: Path) -> None
 
 
 def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: Path) -> None:
-    from memory_server.background import Background
     from memory_server.testing import FakeEmbedder
 
     m = Memory(root, embedder=FakeEmbedder())
@@ -46,11 +45,11 @@ def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: 
     m.close()
     _garble(root / ".memory" / "chroma" / "chroma.sqlite3")
     memory = Memory(root, embedder=FakeEmbedder())
-    worker = Background(memory, watch=False)
+    worker = memory.background(watch=False)
     try:
         hits, mode = memory.search_memory("belt tuning")  # answered from keywords, not a panic
         assert hits and mode == "keyword"
-        assert "damaged" in memory.status()["semantic_index"]["error"]
+        assert "damaged" in str(memory.status().semantic_index.error)
         worker.start()
         import time
 
@@ -58,7 +57,7 @@ def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: 
         while memory.search_memory("belt tuning")[1] != "hybrid":
             assert time.monotonic() < deadline, memory.status()
             time.sleep(0.2)
-        assert any("deleted it and rebuilt it" in n for n in memory.status()["notes"])
+        assert any("deleted it and rebuilt it" in n for n in memory.status().notes)
     finally:
         worker.stop()
         memory.close()

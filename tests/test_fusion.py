@@ -8,6 +8,7 @@ from pathlib import Path
 from conftest import write
 
 from memory_server import Memory
+from memory_server.files.root import Layer
 from memory_server.files.scaffold import init_root
 from memory_server.index.embed_text import MIN_WORDS_FOR_CONTEXT, embed_text
 from memory_server.parse.markdown import Chunk
@@ -18,7 +19,7 @@ from memory_server.settings import RankingSettings
 from memory_server.testing import FakeEmbedder
 
 
-def _chunk(text: str, title: str = "Notes", heading: str = "", layer: str = "topic", cid: str = "c") -> Chunk:
+def _chunk(text: str, title: str = "Notes", heading: str = "", layer: Layer = "topic", cid: str = "c") -> Chunk:
     return Chunk(cid, "topics/x.md", layer, 1, 1, title, heading, None, text)
 
 
@@ -49,7 +50,7 @@ def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> No
         "---\ntitle: Kafka broker\n---\n# Kafka broker\n\n"
         "Status: accepted.\n\nConsumers replay the log from any offset they choose.\n",
     )
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     own = keyword_candidates(m.fts, "kafka offset", 20)
     assert [c.text for c, _ in own] == ["Consumers replay the log from any offset they choose."]

@@ -114,15 +114,15 @@ def test_token_vectors_are_stored_beside_each_vector_and_follow_the_setting(tmp_
     assert {fmt for fmt, _ in stored()} == {"int8"} and len(stored()) == len(bits)
 
     on = Memory(root, embedder=FakeEmbedder())
-    sem = on.status()["semantic_index"]
-    assert (sem["token_vectors"], sem["late_interaction"]) == ("bits", True)
+    sem = on.status().semantic_index
+    assert (sem.token_vectors, sem.late_interaction) == ("bits", True)
     on.close()
 
     fresh = _root(tmp_path / "off")
     off = Memory(
         fresh, settings=Settings.model_validate({"embedding": {"token_vectors": "off"}}), embedder=FakeEmbedder()
     )
-    assert off.status()["semantic_index"]["late_interaction"] is False
+    assert off.status().semantic_index.late_interaction is False
     off.close()
     _first(fresh, late_weight=1.0, token_vectors="off")
     with sqlite3.connect(fresh / ".memory" / "embeddings.sqlite3") as c:

@@ -11,7 +11,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from memory_server import Memory
-from memory_server.background import RETRY_SECONDS, Background
+from memory_server.background import RETRY_SECONDS
 from memory_server.files.locks import INDEX_LOCK
 from memory_server.testing import FakeEmbedder
 
@@ -44,9 +44,9 @@ def test_connections_close_when_their_thread_ends(root: Path) -> None:
 
 
 def test_failed_work_stays_pending_and_backs_off_without_timers(root: Path) -> None:
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     memory.index()
-    worker = Background(memory, watch=False)
+    worker = memory.background(watch=False)
     threads_before = threading.active_count()
     blocker = FileLock(str(root / ".memory" / INDEX_LOCK))
     blocker.acquire()  # another process writes the index: every pass fails with LockedError

@@ -108,7 +108,7 @@ def test_secrets_reach_no_summary_index_or_transcript_layer(tmp_path: Path, monk
         path.write_text("".join(json.dumps(r) + "\n" for r in _transcript(place, texts, sid)), encoding="utf-8")
         assert compress_transcript(path, MemoryRoot(root)), place
         placed[sid] = (place, items)
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         state = decoded_forms(
@@ -117,7 +117,7 @@ def test_secrets_reach_no_summary_index_or_transcript_layer(tmp_path: Path, monk
         leaked = []
         for sid, (place, items) in placed.items():
             summary = "\n".join(p.read_text(encoding="utf-8") for p in (root / "sessions").rglob(f"*{sid[:8]}*.md"))
-            layer = memory.read("transcript:" + sid, 1, 10_000)["text"]
+            layer = memory.read("transcript:" + sid, 1, 10_000).text
             assert layer.strip()
             forms = decoded_forms(summary + "\n" + layer) + state
             leaked += [(place, s.rule) for s in items if exposed(s.secret, forms)]

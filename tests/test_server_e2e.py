@@ -274,7 +274,7 @@ def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
 def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
     from memory_server import Memory
 
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         assert memory.search_exact("SAVE_CONFIG") == []
         note = memory.search_note("keyword", found=False, semantic=False)
@@ -296,7 +296,7 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
     init_root(root)
     for i in range(401):  # with MEMORY.md and lessons.md: 403 files
         (root / "topics" / f"note{i:03d}.md").write_text(f"# Note {i}\n\nwidget {i}\n", encoding="utf-8")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     notes: list[str | None] = []
 
     def during(stage: str, done: int, total: int) -> None:

@@ -55,14 +55,14 @@ def test_transcripts_are_searched_only_when_asked(project):
     transcript_ids = {cid for cid, path in m.fts.iter_chunk_ids() if path.startswith("transcript:")}
     assert transcript_ids and not (transcript_ids & m.vectors.ids())
     got = m.read(virtual, hits[0].start_line, hits[0].end_line)
-    assert "git remote -v" in got["text"]
-    assert m.status()["keyword_index"]["fresh"] is True
+    assert "git remote -v" in got.text
+    assert m.status().keyword_index.fresh is True
     m.close()
 
 
 def test_transcripts_outside_the_folder_are_refused(project, tmp_path: Path):
     root, folder = project
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with pytest.raises(NotFoundError):
         m.read("transcript:no-such-session")
@@ -80,7 +80,7 @@ def test_transcripts_outside_the_folder_are_refused(project, tmp_path: Path):
 
 def test_a_transcript_that_grows_is_reindexed(project):
     root, folder = project
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with open(folder / PUSH, "a") as fh:
         fh.write(

@@ -89,15 +89,15 @@ CHILD = textwrap.dedent(
     NOW = 1767960000.0  # 2026-01-09 12:00 UTC
     root = sys.argv[1]
     out = {"rss_before_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with open(root + "/topics/bomb.md", "w", encoding="utf-8") as fh:
         fh.write(sys.argv[3])
     t = time.monotonic(); m.index(); out["index"] = time.monotonic() - t
     t = time.monotonic(); topics = m.list_topics(); out["list_topics"] = time.monotonic() - t
-    out["bomb_title"] = [x["title"] for x in topics if x["path"] == "topics/bomb.md"]
-    out["problems"] = [p for p in m.status()["problem_files"] if p["path"] == "topics/bomb.md"]
-    t = time.monotonic(); result = run_dream(root, memory=m, clock=lambda: NOW); out["dream"] = time.monotonic() - t
+    out["bomb_title"] = [x.title for x in topics if x.path == "topics/bomb.md"]
+    out["problems"] = [p.model_dump() for p in m.status().problem_files if p.path == "topics/bomb.md"]
+    t = time.monotonic(); result = run_dream(root, clock=lambda: NOW); out["dream"] = time.monotonic() - t
     out["dream_sessions"] = len(result.sessions)
     m.close()
     out["rss_after_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -85,10 +85,11 @@ def explicit_root(ctx: click.Context | None = None) -> Path | None:
     return Path(given).expanduser() if given else None
 
 
-def open_memory(**kwargs: Any) -> Memory:
+def open_memory(*, keyword_only: bool = False) -> Memory:
+    """The Memory at the command's root (close it with `with`)."""
     from memory_server.api import Memory
 
-    return Memory(root_path(), **kwargs)
+    return Memory(root_path(), keyword_only=keyword_only)
 
 
 def echo_json(data: Any) -> None:

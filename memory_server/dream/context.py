@@ -14,7 +14,7 @@ import os
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
 from memory_server.errors import NotFoundError
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import MemoryRoot, as_root
 from memory_server.parse.text import as_data
 from memory_server.settings import Settings, load_settings
 
@@ -47,10 +47,12 @@ def _turn(t: Turn, mark: bool) -> list[str]:
     return out
 
 
-def render_around(root: str | os.PathLike[str], ref: str, around: int = 6) -> str:
+def render_around(
+    root: str | os.PathLike[str] | MemoryRoot, ref: str, around: int = 6, *, settings: Settings | None = None
+) -> str:
     """The turns of the session `ref` names, from `around` turns before its line to `around` after."""
-    mroot = MemoryRoot(root)
-    settings = load_settings(mroot.path)
+    mroot = as_root(root)
+    settings = settings or load_settings(mroot.path)
     source, _, line_text = ref.rpartition(":")
     if not line_text.isdigit() or not source:
         raise NotFoundError(f"{ref!r} is not a reference like transcript:<id>:LINE or sessions/...md:LINE")

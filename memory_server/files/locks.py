@@ -1,6 +1,6 @@
 """Every cross-process lock the program takes, all through the `filelock` library.
 
-Locks live under `.memory/` (the caller gives a path there, from MemoryRoot.state_dir):
+Locks live under `.memory/` (the caller gives a path there, from MemoryRoot.ensure_state_dir):
 
     index.lock      the index writer (index/indexer.py): one process writes the indices at a time
     chroma.lock     every use of the embedded Chroma store, read or write (index/vectors.py)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from memory_server.errors import CorruptIndexError
+from memory_server.files.root import Layer
 from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
 from memory_server.parse.markdown import Chunk
 
@@ -74,7 +75,7 @@ CHUNK_COLUMNS = "c.id, c.path, c.layer, c.start_line, c.end_line, c.title, c.hea
 @dataclass(frozen=True)
 class FileRecord:
     path: str
-    layer: str
+    layer: Layer
     size: int
     mtime_ns: int
     sha256: str

@@ -25,7 +25,7 @@ from memory_server.errors import FileSkipped, IndexCancelled
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.paths import HardLinks
-from memory_server.files.root import MemoryRoot, layer_of
+from memory_server.files.root import Layer, MemoryRoot, layer_of
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
@@ -41,6 +41,15 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 EMBED_SLICE = 64  # chunks embedded between checks for cancellation
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """What the indexer is doing now: a stage ("reading files", "embedding", "writing", "idle"), how far."""
+
+    stage: str = "idle"
+    done: int = 0
+    total: int = 0
 
 
 @dataclass
@@ -100,12 +109,12 @@ class Indexer(IndexRepairs):
         self.fts = fts
         self.vectors = vectors
         self.embedder = embedder
-        self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
+        self.cache = cache or EmbeddingCache(root.ensure_state_dir() / "embeddings.sqlite3")
         self.lock = WriterLock(
-            root.state_dir / INDEX_LOCK,
+            root.ensure_state_dir() / INDEX_LOCK,
             "another process has been writing the index for over {timeout}s ({path}); try again when it finishes",
         )
-        self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
+        self.progress = IndexProgress()
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
         self._links = HardLinks(root.path)
@@ -187,17 +196,17 @@ class Indexer(IndexRepairs):
             raise IndexCancelled()
 
     def _set_progress(self, stage: str, done: int, total: int, progress: Progress | None = None) -> None:
-        self.progress = {"stage": stage, "done": done, "total": total}
+        self.progress = IndexProgress(stage, done, total)
         if progress is not None:
             progress(stage, done, total)
 
-    def _wanted(self, paths: Iterable[str] | None) -> dict[str, str]:
+    def _wanted(self, paths: Iterable[str] | None) -> dict[str, Layer]:
         if paths is None:
             self._transcripts = transcript_sources(self.root, self.settings)
             wanted = dict(self.root.memory_files())
             wanted.update({virtual: "transcript" for virtual in self._transcripts})
             return wanted
-        out: dict[str, str] = {}
+        out: dict[str, Layer] = {}
         for rel in paths:
             layer = layer_of(rel)
             if layer is not None:
@@ -259,7 +268,7 @@ class Indexer(IndexRepairs):
             raise
 
     def _sync_file(
-        self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
+        self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, verify: bool = False
     ) -> None:
         """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
         if layer == "transcript":
@@ -317,7 +326,9 @@ class Indexer(IndexRepairs):
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
 
-    def _skip_unreadable(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, exc: OSError) -> None:
+    def _skip_unreadable(
+        self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, exc: OSError
+    ) -> None:
         why = f"cannot be read: {exc.strerror or exc}"
         try:
             lst = os.lstat(self.root.path / rel)
@@ -456,5 +467,5 @@ class Indexer(IndexRepairs):
 
 def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
     """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
-    state = root.state_dir
+    state = root.ensure_state_dir()
     return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"

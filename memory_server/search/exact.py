@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from memory_server.index.fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
 from memory_server.parse.markdown import Chunk
@@ -34,11 +35,14 @@ COMMON_ROWS = 2000
 COMMON_SHARE = 0.05
 
 
+Match = Literal["phrase", "substring", "all_terms", "any_terms"]  # which literal tier found a hit
+
+
 @dataclass(frozen=True)
 class KeywordHit:
     chunk: Chunk
     score: float  # BM25, higher is better
-    match: str  # phrase | all_terms | any_terms | substring
+    match: Match
 
 
 def clean_query(query: str) -> str:
@@ -203,7 +207,7 @@ def exact_search(
     seen: set[str] = set()
     hits: list[KeywordHit] = []
 
-    def take(pairs: list[tuple[Chunk, float]], kind: str) -> None:
+    def take(pairs: list[tuple[Chunk, float]], kind: Match) -> None:
         for chunk, score in pairs:
             if len(hits) >= k or chunk.id in seen:
                 continue

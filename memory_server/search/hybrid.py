@@ -27,6 +27,7 @@ from memory_server.parse.markdown import Chunk
 from memory_server.search.diversity import diversify
 from memory_server.search.exact import (
     KeywordHit,
+    Match,
     content_terms,
     context_candidates,
     exact_search,
@@ -40,6 +41,7 @@ from memory_server.search.late import TokenLookup, late_rerank
 from memory_server.search.query import (
     LAYER_RANK,
     Hit,
+    Mode,
     Query,
     fit_budget,
 )
@@ -50,7 +52,7 @@ INDEX_FILE = "MEMORY.md"
 MIN_COSINE_SPAN = 0.1
 
 
-def _hit(chunk: Chunk, score: float, match: str | None = None) -> Hit:
+def _hit(chunk: Chunk, score: float, match: Match | None = None) -> Hit:
     return Hit(
         chunk.path,
         chunk.start_line,
@@ -96,7 +98,7 @@ def search_hybrid(
     today: dt.date | None = None,
     vector_lookup: Callable[[list[Chunk]], dict[str, np.ndarray]] | None = None,
     token_lookup: TokenLookup | None = None,
-) -> tuple[list[Hit], str]:
+) -> tuple[list[Hit], Mode]:
     """Meaning-based search fused with BM25. Returns (hits, mode) where mode says which signals answered.
 
     `vector_lookup` gives the stored vectors of keyword-only candidates, so diversity treats them alike;
@@ -105,7 +107,7 @@ def search_hybrid(
     keyword = keyword_candidates(fts, q.text, pool, q.layers, q.after, q.before) if ranking.keyword_weight else []
     semantic: list[tuple[str, float, np.ndarray | None]] = []
     query_tokens: np.ndarray | None = None
-    mode = "keyword"
+    mode: Mode = "keyword"
     semantic_layers = [layer for layer in q.layers if layer != "transcript"]  # transcripts are never embedded
     if vectors is not None and embedder is not None and ranking.semantic_weight and semantic_layers:
         if token_lookup is not None and ranking.late_weight > 0 and isinstance(embedder, TokenEmbedder):

@@ -10,15 +10,16 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, TypeGuard
 
 from memory_server.errors import QueryError
-from memory_server.search.exact import clean_query
+from memory_server.files.root import LAYERS, Layer
+from memory_server.search.exact import Match, clean_query
 from memory_server.settings import SearchSettings
 
-LAYERS = ("topic", "session", "transcript")
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
-DEFAULT_LAYERS = ("topic", "session")
+DEFAULT_LAYERS: tuple[Layer, ...] = ("topic", "session")
+Mode = Literal["hybrid", "keyword", "semantic"]  # which signals answered a search_memory
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -29,13 +30,13 @@ class Hit:
     path: str
     start_line: int
     end_line: int
-    layer: str
+    layer: Layer
     title: str
     heading: str
     date: str | None
     score: float
     text: str
-    match: str | None = None
+    match: Match | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -51,7 +52,7 @@ class Query:
 
     text: str
     k: int
-    layers: tuple[str, ...]
+    layers: tuple[Layer, ...]
     after: str | None
     before: str | None
 
@@ -66,7 +67,7 @@ def validate(
     after: str | None,
     before: str | None,
     settings: SearchSettings,
-    default_layers: Sequence[str] = DEFAULT_LAYERS,
+    default_layers: Sequence[Layer] = DEFAULT_LAYERS,
 ) -> Query:
     if not isinstance(query, str):
         raise QueryError("query must be a string")
@@ -95,13 +96,17 @@ def validate(
         bad = [layer for layer in layers if layer not in LAYERS]
         if bad:
             raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
-        chosen = tuple(dict.fromkeys(layers))
+        chosen = tuple(dict.fromkeys(layer for layer in layers if is_layer(layer)))
     for name, value in (("after", after), ("before", before)):
         if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
             raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
     if after and before and after > before:
         raise QueryError(f"after ({after}) is later than before ({before}): swap them")
     return Query(text, k, chosen, after or None, before or None)
+
+
+def is_layer(name: object) -> TypeGuard[Layer]:
+    return name in LAYERS
 
 
 def _show(value: Any, limit: int = 60) -> str:
