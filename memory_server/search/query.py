@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeGuard
 
 from memory_server.errors import QueryError
 from memory_server.files.root import LAYERS, Layer
+from memory_server.parse.markdown import Chunk
 from memory_server.search.exact import Match, clean_query
 from memory_server.settings import SearchSettings
 
@@ -69,6 +70,19 @@ def validate(
     settings: SearchSettings,
     default_layers: Sequence[Layer] = DEFAULT_LAYERS,
 ) -> Query:
+    """A client's search arguments as a Query, or QueryError saying what to fix."""
+    text = _checked_text(query)
+    count = _checked_k(k, settings)
+    chosen = _checked_layers(layers) or tuple(default_layers)
+    for name, value in (("after", after), ("before", before)):
+        if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
+            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
+    if after and before and after > before:
+        raise QueryError(f"after ({after}) is later than before ({before}): swap them")
+    return Query(text, count, chosen, after or None, before or None)
+
+
+def _checked_text(query: object) -> str:
     if not isinstance(query, str):
         raise QueryError("query must be a string")
     if len(query) > MAX_QUERY_CHARS:
@@ -79,30 +93,33 @@ def validate(
     text = clean_query(query)
     if not text.strip():
         raise QueryError("query is empty: give the words or literal text to look for")
+    return text
+
+
+def _checked_k(k: object, settings: SearchSettings) -> int:
     if k is None:
-        k = settings.default_k
+        return settings.default_k
     if isinstance(k, bool) or not isinstance(k, int):
         raise QueryError(f"k must be a whole number from 1 to {settings.max_k}")
     if k < 1 or k > settings.max_k:
         shown = k if abs(k) < 10**18 else "far out of range"  # Python will not print ints over 4,300 digits
         raise QueryError(f"k is {shown}: ask for 1 to {settings.max_k} hits, then read_memory for more context")
-    if layers is not None and not isinstance(layers, (str, list, tuple, set, frozenset)):
+    return k
+
+
+def _checked_layers(layers: object) -> tuple[Layer, ...]:
+    """The layers asked for, each once, in order (empty: none asked for)."""
+    if layers is None:
+        return ()
+    if not isinstance(layers, (str, list, tuple, set, frozenset)):
         raise QueryError(f"layers must be a list of layer names (any of {', '.join(LAYERS)}), got {_show(layers)}")
-    if layers is None or len(layers) == 0:
-        chosen = tuple(default_layers)
-    else:
-        if isinstance(layers, str):
-            layers = [layers]
-        bad = [layer for layer in layers if layer not in LAYERS]
-        if bad:
-            raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
-        chosen = tuple(dict.fromkeys(layer for layer in layers if is_layer(layer)))
-    for name, value in (("after", after), ("before", before)):
-        if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
-            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
-    if after and before and after > before:
-        raise QueryError(f"after ({after}) is later than before ({before}): swap them")
-    return Query(text, k, chosen, after or None, before or None)
+    if len(layers) == 0:
+        return ()
+    names = [layers] if isinstance(layers, str) else list(layers)
+    bad = [layer for layer in names if layer not in LAYERS]
+    if bad:
+        raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
+    return tuple(dict.fromkeys(layer for layer in names if is_layer(layer)))
 
 
 def is_layer(name: object) -> TypeGuard[Layer]:
@@ -121,6 +138,21 @@ def _valid_date(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def hit_of(chunk: Chunk, score: float, match: Match | None = None) -> Hit:
+    return Hit(
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        chunk.layer,
+        chunk.title,
+        chunk.heading,
+        chunk.date,
+        score,
+        chunk.text,
+        match,
+    )
 
 
 def cut_text(text: str, needles: Sequence[str], limit: int) -> str:
