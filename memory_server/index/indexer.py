@@ -293,13 +293,7 @@ class Indexer(IndexRepairs):
         try:
             content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes, links=self._links)
         except FileSkipped as why:
-            record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
-            if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
-                self.fts.replace_file(record, [])
-                report.skipped.append(rel)
-            else:
-                self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
-            log.warning("skipped %s: %s", as_data(rel), why)
+            self._skip(rel, layer, old, st, report, why)
             return
         if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
             if not same_stat:
@@ -325,6 +319,18 @@ class Indexer(IndexRepairs):
         )
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
+
+    def _skip(
+        self, rel: str, layer: Layer, old: FileRecord | None, st: os.stat_result, report: SyncReport, why: FileSkipped
+    ) -> None:
+        """Record a file that cannot be indexed, with why (status lists it); a known one is only touched."""
+        record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
+        if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
+            self.fts.replace_file(record, [])
+            report.skipped.append(rel)
+        else:
+            self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
+        log.warning("skipped %s: %s", as_data(rel), why)
 
     def _skip_unreadable(
         self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, exc: OSError

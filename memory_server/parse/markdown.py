@@ -218,14 +218,17 @@ class _BlockWalker:
             if kind is not None:
                 yield from self.block(kind, start, end)
             elif tok.type == "heading_open":
-                level, text = int(tok.tag[1:]), _heading_text(tokens[i + 1])
-                if level == 1 and not self.headings:
-                    yield "h1", text, start + 1, start + 1
-                while self.headings and self.headings[-1][0] >= level:
-                    self.headings.pop()
-                self.headings.append((level, text))
+                yield from self.heading(int(tok.tag[1:]), _heading_text(tokens[i + 1]), start)
         if stop > covered:
             yield from self.block("para", covered, stop)
+
+    def heading(self, level: int, text: str, start: int) -> Iterator[tuple[str, str, int, int]]:
+        """A heading on line `start` (0-based) enters the heading path; the first H1 is a block of its own."""
+        if level == 1 and not self.headings:
+            yield "h1", text, start + 1, start + 1
+        while self.headings and self.headings[-1][0] >= level:
+            self.headings.pop()
+        self.headings.append((level, text))
 
     def block(self, kind: str, start: int, end: int) -> Iterator[tuple[str, str, int, int]]:
         """The block on lines [start, end) (0-based), as 1-based inclusive lines without its blank edges."""
