@@ -31,16 +31,21 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 DATA_ENV = "MEMORY_BENCH_DATA"
+SHARED_ENV = "MEMORY_SERVER_SHARED"  # the data beside the repository, as the tests name it (tests/conftest.py)
 
 
 # -- locations ----------------------------------------------------------------------------------------
 
 
 def data_dir() -> Path:
-    """The benchmark data folder: $MEMORY_BENCH_DATA, else <repo>/../shared/bench."""
+    """The benchmark data folder: $MEMORY_BENCH_DATA, else $MEMORY_SERVER_SHARED/bench, else
+    <repo>/../shared/bench."""
     override = os.environ.get(DATA_ENV)
     if override:
         return Path(override).expanduser()
+    shared = os.environ.get(SHARED_ENV)
+    if shared:
+        return Path(shared).expanduser() / "bench"
     return Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 

@@ -148,6 +148,7 @@ class VectorSettings(_Section):
 
 class TranscriptSettings(_Section):
     # Claude Code's transcripts for this project; searched only when a query asks for layer "transcript".
+    # A relative path is relative to the memory root (load_settings makes it absolute).
     dir: str | None = None
 
     @field_validator("dir")
@@ -213,6 +214,10 @@ def load_settings(root: Path | str) -> Settings:
         check_repository_settings(raw, Path(root), source=str(path))
         apply_overrides(settings, raw, source=str(path))
     apply_overrides(settings, environment_overrides(), source="the environment")
+    if settings.transcripts.dir and not Path(settings.transcripts.dir).is_absolute():
+        # Relative to the root wherever it was set: the folder checked (check_repository_settings) is the
+        # folder read, whatever the working directory.
+        settings.transcripts.dir = str((Path(root) / settings.transcripts.dir).resolve())
     return settings
 
 

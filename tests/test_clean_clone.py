@@ -18,8 +18,8 @@ from pathlib import Path
 from conftest import REPO
 
 CHECKS = (
-    " && .venv/bin/mypy && .venv/bin/mypy --config-file tests/mypy.ini && .venv/bin/ruff check memory_server tests bench"
-    " && .venv/bin/ruff format --check memory_server tests bench"
+    " && .venv/bin/mypy && .venv/bin/mypy --config-file tests/mypy.ini"
+    " && .venv/bin/ruff check memory_server tests bench && .venv/bin/ruff format --check memory_server tests bench"
 )
 SHARED_SEEDS = {"SHARED", "SHARED_TRANSCRIPTS", "require_shared"}
 
