@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 import anyio
 from mcp.server import MCPServer
@@ -192,7 +192,7 @@ class ServerState:
     gate: MemoryGate
 
 
-Ctx = Context[ServerState]
+Ctx = Context[ServerState, object]
 
 
 def answers(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
@@ -320,7 +320,7 @@ def server_for(gate: MemoryGate) -> MCPServer[ServerState]:
     return MCPServer("memory", instructions=instructions, lifespan=lifespan, tools=[published(fn) for fn in TOOLS])
 
 
-def tidy_schema(schema: Any) -> None:
+def tidy_schema(schema: object) -> None:
     """Shorten a published schema without changing what it accepts from us: drop the titles pydantic derives
     from names ("Query" for `query`), which repeat the property names, and write an optional field as its
     type alone instead of "that type or null, default null" (results leave empty fields out; a client may

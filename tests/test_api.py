@@ -7,6 +7,7 @@ import ast
 import json
 from pathlib import Path
 
+import click
 import pytest
 from conftest import write
 from test_dream import NOW, good_items, make_root, write_items
@@ -116,3 +117,17 @@ def test_the_background_worker_changes_its_memory_only_by_calling_it() -> None:
         if ast.unparse(target).startswith("self.memory.")
     ]
     assert writes == []
+
+
+def test_the_python_api_document_shows_every_command_s_call() -> None:
+    """docs/python-api.md names each memory command of the command line beside the call that does it (the
+    wiring commands, serve and the hooks aside)."""
+    from memory_server.cli import cli
+
+    text = (PACKAGE.parent / "docs" / "python-api.md").read_text(encoding="utf-8")
+    wiring = {"serve", "hook", "plugin", "hooks"}
+    commands = [name for name in cli.commands if name not in wiring and name != "dream"]
+    dream = cli.commands["dream"]
+    assert isinstance(dream, click.Group)
+    commands += [f"dream {name}" for name in dream.commands]
+    assert [c for c in commands if f"memory-server {c}" not in text] == []

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-import numpy as np
-
 from memory_server.parse.markdown import Chunk
 from memory_server.search.candidates import Candidates, Vector
 from memory_server.search.exact import normalise
@@ -41,7 +39,7 @@ def diversify(
     chosen: list[tuple[float, Chunk]] = []
     per_file: dict[str, int] = {}
     seen_text: set[str] = set()
-    chosen_vecs: list[np.ndarray] = []
+    chosen_vecs: list[Vector] = []
     closest: dict[str, float] = {}  # candidate id -> highest cosine to any chosen hit
     quota = max(ranking.file_quota, math.ceil(k * ranking.file_share))
     while remaining and len(chosen) < k:

@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Literal, TypeGuard
 
 from memory_server.errors import QueryError
 from memory_server.files.root import LAYERS, Layer
@@ -39,7 +39,7 @@ class Hit:
     text: str
     match: Match | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         if d["match"] is None:
             del d["match"]
@@ -126,7 +126,7 @@ def is_layer(name: object) -> TypeGuard[Layer]:
     return name in LAYERS
 
 
-def _show(value: Any, limit: int = 60) -> str:
+def _show(value: object, limit: int = 60) -> str:
     """A client's value for an error message: its repr, cut so a huge argument makes a short message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
