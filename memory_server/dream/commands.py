@@ -8,6 +8,7 @@
 
 Each call uses the memory's root and its settings as they are now (the server follows memory.yaml edits);
 `propose` places items given without a section by meaning too, when the memory has an embedding model.
+The dream's modules are imported by the call that needs them: the server starts without them.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memory_server.dream.context import render_around
-from memory_server.dream.pack import Gathered, gather
-from memory_server.dream.propose import ProposeResult, propose
 from memory_server.dream.records import DreamStatusReport, ProposalView, ReviewResult, VerdictsResult
-from memory_server.dream.review import apply_proposal, dream_status, record_verdicts, reject_proposal, show_proposal
-from memory_server.dream.run import run_dream
 from memory_server.files.root import MemoryRoot
-from memory_server.index.embedder import Embedder
 from memory_server.settings import Settings
+
+if TYPE_CHECKING:
+    from memory_server.dream.pack import Gathered
+    from memory_server.dream.propose import ProposeResult
+    from memory_server.index.embedder import Embedder
 
 Clock = Callable[[], float]
 
@@ -46,10 +47,14 @@ class Dreams:
 
     def status(self) -> DreamStatusReport:
         """Whether a dream is due and why; sessions and verified items waiting; proposals with changes to review."""
+        from memory_server.dream.review import dream_status
+
         return dream_status(self.root, clock=self.clock, settings=self._settings())
 
     def gather(self) -> Gathered:
         """Write the evidence pack of the sessions no dream has read to dreams/evidence.md."""
+        from memory_server.dream.pack import gather
+
         return gather(self.root, clock=self.clock, settings=self._settings())
 
     def propose(
@@ -62,6 +67,8 @@ class Dreams:
     ) -> ProposeResult:
         """Verify the agent's items against the sessions and render dreams/<id>/ (never changes topics/).
         `semantic=False` places items without a section by keywords only."""
+        from memory_server.dream.propose import propose
+
         return propose(
             self.root,
             items_file,
@@ -74,10 +81,14 @@ class Dreams:
 
     def run(self, *, redo: str | None = None) -> ProposeResult:
         """A pass without an agent: repeated errors with their fix, knowledge gaps, stale topics."""
+        from memory_server.dream.run import run_dream
+
         return run_dream(self.root, clock=self.clock, redo=redo, settings=self._settings())
 
     def show(self, proposal_id: str | None = None) -> ProposalView:
         """A proposal (default: the newest with changes to review), whether it still applies, and its diff."""
+        from memory_server.dream.review import show_proposal
+
         return show_proposal(self.root, proposal_id, settings=self._settings())
 
     def apply(
@@ -88,6 +99,8 @@ class Dreams:
         hunks: Sequence[int] | None = None,
     ) -> ReviewResult:
         """Apply a proposal's changes (default: every pending one) to topics/ and MEMORY.md, all or nothing."""
+        from memory_server.dream.review import apply_proposal
+
         return apply_proposal(
             self.root, proposal_id, hunks, changes=changes, clock=self.clock, settings=self._settings()
         )
@@ -100,14 +113,20 @@ class Dreams:
         hunks: Sequence[int] | None = None,
     ) -> ReviewResult:
         """Reject a proposal's changes (default: every pending one); they are not proposed again."""
+        from memory_server.dream.review import reject_proposal
+
         return reject_proposal(
             self.root, proposal_id, hunks, changes=changes, clock=self.clock, settings=self._settings()
         )
 
     def verdicts(self, verdicts: object, proposal_id: str | None = None) -> VerdictsResult:
         """Record a second reader's verdicts ({"verdicts": [{"change", "verdict", "reason"}]}) on a proposal."""
+        from memory_server.dream.review import record_verdicts
+
         return record_verdicts(self.root, proposal_id, verdicts, clock=self.clock, settings=self._settings())
 
     def record(self, ref: str, around: int = 6) -> str:
         """The turns around a reference (transcript:<id>:LINE or sessions/...md:LINE), quoted as data."""
+        from memory_server.dream.context import render_around
+
         return render_around(self.root, ref, around, settings=self._settings())
