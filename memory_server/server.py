@@ -1,4 +1,8 @@
-"""The MCP server: thin tools over `Memory`, on stdio.
+"""The MCP server: thin tools over `Memory`, on stdio, written as the MCP SDK's examples write a server.
+
+The server's lifespan owns the memory (through `MemoryGate`): it starts the memory's background worker when the
+server runs, yields a typed `ServerState` to every call, and closes the memory when it ends. Each tool is a typed
+function that takes `ctx`; its docstring is the description the model reads.
 
 The handshake never waits for the model or Chroma: the server only opens the root, then a background
 thread brings the indices up to date and starts the file watcher. A search waits up to a second for the
