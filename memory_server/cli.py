@@ -206,29 +206,33 @@ def compress(
     transcript_root: str | None,
     lock_timeout: float | None,
 ) -> int:
-    from memory_server.api import Memory
+    from memory_server.files.root import MemoryRoot
+    from memory_server.sessions.compress import LOCK_TIMEOUT
+    from memory_server.sessions.compression import compress_sessions
 
     if not all_dir and not transcripts and not pending:
         raise click.UsageError(
             "give a transcript (.jsonl) to compress, --all DIR to backfill a project, or --pending for the queue"
         )
     progress = StageProgress()
-    # Compression reads no setting: a broken memory.yaml must not keep sessions from being compressed.
-    with Memory.open_lenient(root_path(), keyword_only=True) as memory:
-        try:
-            report = memory.compress(
-                transcripts,
-                all_in=all_dir,
-                pending=pending,
-                automatic=automatic,
-                transcript_root=transcript_root,
-                lock_timeout=lock_timeout,
-                progress=lambda done, total: progress("compressing", done, total),
-            )
-        finally:
-            progress.close()
-        for path in report.written:
-            click.echo(as_data(memory.root.relpath(path)))
+    # What Memory.compress calls, without opening the indices: this is the session hooks' background job, which
+    # stays light (no model, no Chroma, no settings: a broken memory.yaml never keeps a session from compressing).
+    root = MemoryRoot(root_path())
+    try:
+        report = compress_sessions(
+            root,
+            transcripts,
+            all_in=all_dir,
+            pending=pending,
+            automatic=automatic,
+            transcript_root=transcript_root,
+            lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
+            progress=lambda done, total: progress("compressing", done, total),
+        )
+    finally:
+        progress.close()
+    for path in report.written:
+        click.echo(as_data(root.relpath(path)))
     _say_compress_problems(report)
     if not report.written and report.ok:
         click.echo("nothing new to compress", err=True)
