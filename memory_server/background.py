@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from memory_server.errors import IndexCancelled, LockedError, MemoryServerError
 from memory_server.index.watcher import Watcher
+from memory_server.process_memory import trim
 from memory_server.sessions.hooks import resume_pending
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ class Background:
             self.passes += 1
             if report.changed or report.vectors_written:
                 log.info("index: %s", report.summary())
+                trim()  # what the pass read and freed goes back to the system (see process_memory.py)
             self._failed(None)
             return True
         except LockedError as exc:

@@ -134,11 +134,13 @@ def memory_index(memory: Memory, on_disk: MemoryFiles) -> MemoryIndexReport:
 
 
 def cut_index_lists(report: MemoryIndexReport) -> None:
-    """Bounded whatever the root holds: the first few of each list, with its count."""
+    """Bounded whatever the root holds: the first few of each list, with its count; names quoted as data."""
     report["unlisted_count"] = len(report["unlisted_topics"])
     report["broken_count"] = len(report["broken_links"])
-    report["unlisted_topics"] = report["unlisted_topics"][:STATUS_LIST_LIMIT]
-    report["broken_links"] = report["broken_links"][:STATUS_LIST_LIMIT]
+    report["unlisted_topics"] = [as_data(p) for p in report["unlisted_topics"][:STATUS_LIST_LIMIT]]
+    report["broken_links"] = [
+        {"line": b["line"], "target": as_data(b["target"])} for b in report["broken_links"][:STATUS_LIST_LIMIT]
+    ]
 
 
 def bounded_notes(notes: list[str]) -> list[str]:
