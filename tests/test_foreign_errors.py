@@ -91,3 +91,33 @@ def test_what_counts_as_damage() -> None:
     assert not is_damage(sqlite3.OperationalError("unable to open database file"))
     assert not is_damage(sqlite3.ProgrammingError("Cannot operate on a closed database."))
     assert not is_damage(sqlite3.InterfaceError("bad parameter"))
+
+
+OPEN_MANY = """
+import sys, time
+from pathlib import Path
+from memory_server.files.sqlite import connect
+start = float(sys.argv[2])
+for i in range(20):
+    while time.time() < start + i * 0.25:  # all processes reach each new file at the same moment
+        pass
+    connect(Path(sys.argv[1]) / f"db{i}.sqlite3", busy_seconds=10.0).close()
+"""
+
+
+def test_processes_opening_one_new_database_at_once_all_get_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL is refused at once, without a busy wait, while another process does the
+    same: every process must still open it (several servers start on one fresh root)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    start = time.time() + 2.0
+    procs = [
+        subprocess.Popen([sys.executable, "-c", OPEN_MANY, str(tmp_path), str(start)], env=env, stderr=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-300:] for e in errors if e]

@@ -13,10 +13,9 @@ import os
 from pathlib import Path
 
 from memory_server.dream.gate import DreamGate
-from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
+from memory_server.dream.record import SessionRecord, Turn, load_record, named_transcript, transcript_of
 from memory_server.errors import NotFoundError
 from memory_server.files.root import MemoryRoot, as_root
-from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.text import as_data
 from memory_server.settings import Settings, load_settings
 
@@ -49,8 +48,8 @@ def _session_naming(root: MemoryRoot, settings: Settings, source: str) -> str | 
     if stem == source:
         return None
     for rel in DreamGate(root, settings).session_files():
-        named = read_front_matter(root.path / rel).get("transcript")
-        if isinstance(named, str) and Path(named.strip()).stem == stem:
+        named = named_transcript(root, rel)
+        if named is not None and Path(named).stem == stem:
             return rel
     return None
 
