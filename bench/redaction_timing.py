@@ -14,7 +14,8 @@ reports use); the ratio of the 100 KB time to the 10 KB time is printed per fami
 
 Timing: CPU time of the process per call, best of `--repeat` samples of each size taken in turns (the
 machine is shared: a busy spell then slows both sizes, not one), each sample at least about 20 ms of calls
-in a row, in one process; a ratio over 11 is measured again with three times the samples.
+in a row, in one process; a unit whose ratio is over 11 gets three times the samples more (the best of all
+count).
 """
 
 from __future__ import annotations
@@ -90,13 +91,15 @@ def ratio_of(unit: str, repeat: int) -> tuple[float, float, float]:
 
 
 def measure(family: str, units: list[str], repeat: int) -> dict[str, Any]:
-    """The family's worst unit. A ratio over 11 is measured again with three times the runs before it
-    counts: on a shared machine one run in a few dozen is off by a fifth."""
+    """The family's worst unit. A unit whose ratio is over 11 gets three times the samples more, and the best
+    of all its samples count: on a shared machine one run in a few dozen is off by a fifth."""
     worst: dict[str, Any] = {}
     for unit in units:
         small, large, ratio = ratio_of(unit, repeat)
-        if ratio > 11:
-            small, large, ratio = ratio_of(unit, repeat * 3)
+        if ratio > 11:  # more samples: the best of all of them is closer to the time without other load
+            again_small, again_large, _ = ratio_of(unit, repeat * 3)
+            small, large = min(small, again_small), min(large, again_large)
+            ratio = large / max(small, 1e-9)
         if not worst or ratio > worst["ratio"]:
             worst = {"unit": unit, "small_s": small, "large_s": large, "ratio": ratio}
     return {"family": family, **worst}
