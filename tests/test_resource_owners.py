@@ -41,7 +41,8 @@ def test_connections_close_when_their_thread_ends(root: Path) -> None:
         before = _fds()
         _in_threads(60, lambda: (memory.search_exact("SAVE_CONFIG"), memory.search_memory("belt tuning")))
         time.sleep(0.2)
-        assert _fds() <= before + 2, f"{_fds() - before} files left open by 60 finished threads"
+        # a leak is two files per thread (120 here); a few come and go with the index's own work
+        assert _fds() <= before + 10, f"{_fds() - before} files left open by 60 finished threads"
         assert memory.fts.open_connections == 1  # this thread's; the 60 others were closed with their threads
     finally:
         memory.close()
