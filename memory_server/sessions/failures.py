@@ -27,7 +27,7 @@ _NOISE = re.compile(
     r"|npm ERR! (?:code|errno|A complete log|Lifecycle)|Exit code \d+$|\[[\w:-]+\] \$ )"
 )
 _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
-_COMPILER = re.compile(r"^\s*(?:\./)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+)?:\s*\S")
+_COMPILER = re.compile(r"^\s*(?:\./)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+)?:\s*[^\s:#]")  # not Go's ": # pkg" header
 _RUST_TS = re.compile(r"^\s*(?:error(?:\[E\d+\])?:|error TS\d+:)")
 _PANIC = re.compile(r"^\s*(?:panic:|fatal error:|fatal:)")
 _EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception|Failure)\b(?::|$)")
@@ -106,6 +106,18 @@ def looks_like_error(text: str) -> str:
     if any(ln.startswith("Traceback") for ln in lines):
         return next((ln.strip() for ln in reversed(lines) if _EXCEPTION.match(ln)), "")
     return ""
+
+
+_PAGER_END = re.compile(r"\|\s*(?:head|tail|tee|less|more)\b[^|&;\n]*$")
+
+
+def hidden_failure(command: str, output: str) -> str:
+    """The error line the output of a command shows when its exit code cannot: the pipe ends in a pager
+    (`mise run lint 2>&1 | head -30` exits with `head`'s 0). Only for a command that does work (a look-around
+    such as `cat build.log | head` showing an old error is no failure); "" when none shows."""
+    if not _PAGER_END.search(command.strip()) or not changes_things(command):
+        return ""
+    return looks_like_error(output)
 
 
 def exit_code_failed(text: str) -> bool:
