@@ -731,6 +731,12 @@ def test_what_the_persons_own_message_does_to_an_adopted_reading() -> None:
 
 
 def test_a_statement_with_look_alike_letters_or_struck_text_is_refused(root: Path) -> None:
-    for statement in ("Do n\u043et switch the task runner to make.", "Do ~~not~~ switch the task runner to make."):
+    for statement in (
+        "Do n\u043et switch the task runner to make.",
+        "Do ~~not~~ switch the task runner to make.",
+        "Do \u0274\u1d0f\u1d1b switch the task runner to make.",  # small capitals: NOT to a reader
+        "Do &#x6e;&#x6f;&#x74; switch the task runner to make.",  # character references render as "not"
+        "Do \uff4e\uff4f\uff54 switch the task runner to make.",  # fullwidth letters
+    ):
         result = submit(root, [item(statement, (ref("tooling", "no_make"), "No, don't switch to make."))])
         assert result.id is None and any("retype" in r or "markup" in r for r in result.refusals), result.refusals
