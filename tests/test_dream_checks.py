@@ -721,6 +721,8 @@ def test_what_the_persons_own_message_does_to_an_adopted_reading() -> None:
     taken_back = "Switch the email templates to pongo2. Actually no, forget pongo2, stay on html/template."
     assert "takes it back" in str(problem("Switch the email templates to pongo2.", taken_back, "Templates use pongo2."))
     assert problem("Switch the email templates to pongo2.", "Switch the email templates to pongo2.", "x") is None
+    remember = "don't forget to bump the version in pyproject before tagging."
+    assert problem(remember, remember, "Bump the version in pyproject before tagging.") is None  # asks for it
     condition = "if the benchmark shows zstd beats gzip, switch the archive to zstd"
     assert "condition" in str(problem(condition, condition, "The archive is compressed with zstd."))
     assert problem(condition, condition, "If zstd beats gzip in the benchmark, the archive uses zstd.") is None
