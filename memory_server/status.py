@@ -163,10 +163,11 @@ def budget_notes() -> list[str]:
 
 def dream_status(memory: Memory) -> DreamStatus:
     try:
-        due, reason = DreamGate(memory.root, memory.settings).due()
+        gate = DreamGate(memory.root, memory.settings)
+        due, reason = gate.due()
+        how = f"run /dream. {gate.how_to_clear()}" if due else None
     except MemoryServerError as exc:
         return DreamStatus(due=False, reason=str(exc))
-    how = "run /dream (without an agent: memory-server dream run)" if due else None
     return DreamStatus(due=due, reason=reason, how=how)
 
 
