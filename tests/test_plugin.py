@@ -907,3 +907,21 @@ def test_hooks_never_fail_the_session(event: str, plugin_copy: Path, home: Path,
         )
         assert result.returncode == 0, show(result)
         assert "Traceback" not in result.stderr, show(result)
+
+
+def test_hints_name_the_plugin_s_launcher_not_a_bare_memory_server(
+    plugin_copy: Path, home: Path, tmp_path: Path
+) -> None:
+    """Run through the plugin's launcher (as the server, the hooks and the /dream skill are), a hint names the
+    launcher by its path: PATH has no `memory-server` here, so a bare one would be "command not found"."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    launcher = plugin_copy / "bin" / "memory-server"
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(plain))
+    env["PATH"] = os.pathsep.join(p for p in ("/usr/bin", "/bin") if not (Path(p) / "memory-server").exists())
+    searched = run([str(launcher_python()), str(launcher), "search", "belts"], cwd=plain, env=env)
+    assert searched.returncode == 2 and f"run `{launcher} init --root {plain}`" in searched.stderr, show(searched)
+    stdin = hook_input("SessionStart", tmp_path / "missing.jsonl", plain)
+    started = run(hook_argv("SessionStart", plugin_copy), cwd=plain, env=env, stdin=stdin)
+    assert started.returncode == 0 and f"run `{launcher} init --root {plain}`" in started.stderr, show(started)
+    assert not list(plain.iterdir())
