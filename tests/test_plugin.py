@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from memory_server import __version__
 from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
 
@@ -577,6 +578,52 @@ def test_a_moved_installation_says_how_to_fix_it_until_plugin_install_runs_again
     listed = run([claude_bin, "mcp", "list"], cwd=project, env=env)
     assert "✔ Connected" in server_line(listed.stdout, PLUGIN_SERVER), show(listed)
     assert other_program_runs(other_program) == ""
+
+
+def test_plugin_install_again_changes_nothing_and_says_so(
+    any_claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """A second `plugin install` with nothing out of date rewrites nothing and says so, with the version; one
+    with something out of date puts it right and says what it did."""
+    env = user_env(home, any_claude_bin, other_program)
+    first = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert first.returncode == 0 and "done: claude plugin install" in first.stdout, show(first)
+    folder = home / ".local" / "share" / "memory-server" / "claude-plugin"
+    written = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+    again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert again.returncode == 0, show(again)
+    assert again.stdout.startswith(f"already installed, nothing changed: memory-server {__version__}, running "), show(
+        again
+    )
+    assert "done:" not in again.stdout and {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == written
+
+    (folder / "plugin" / RECORD).write_text("{}", encoding="utf-8")  # out of date: the record is gone
+    fixed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert fixed.returncode == 0 and "done: plugin files" in fixed.stdout, show(fixed)
+    assert json.loads((folder / "plugin" / RECORD).read_text(encoding="utf-8"))["python"] == str(installation_python())
+    assert other_program_runs(other_program) == ""
+
+
+def test_plugin_uninstall_leaves_no_empty_folder_behind(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """`plugin uninstall` removes the plugin from Claude Code and its folder, and the data folder that held it
+    once nothing else is in it; a folder still holding something of the person's stays."""
+    env = user_env(home, claude_bin, other_program)
+    data = home / ".local" / "share" / "memory-server"
+    for kept in (None, data / "notes.txt"):
+        installed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+        assert installed.returncode == 0, show(installed)
+        if kept is not None:
+            kept.write_text("mine\n", encoding="utf-8")
+        removed = run([str(server_bin), "plugin", "uninstall"], cwd=tmp_path, env=env)
+        assert removed.returncode == 0 and "removed" in removed.stdout, show(removed)
+        listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
+        assert listing.returncode == 0 and PLUGIN_ID not in listing.stdout, show(listing)
+        if kept is None:
+            assert not data.exists() and data.parent.is_dir(), sorted(data.rglob("*"))
+        else:
+            assert sorted(data.iterdir()) == [kept], sorted(data.rglob("*"))
 
 
 # -- a folder that is not a memory root -----------------------------------------------------------------
