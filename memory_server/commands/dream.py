@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
+from memory_server.commands.program import with_program
 from memory_server.errors import RootError
 from memory_server.files.root import is_memory_root, not_set_up_message
 
@@ -93,7 +94,7 @@ def status(as_json: bool) -> None:
         return
     click.echo(info["reason"])
     if info["due"]:
-        click.echo(info["clears"])
+        click.echo(with_program(info["clears"]))
     click.echo(
         f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
         f"last dream: {info['last_dream_utc']}"
@@ -195,7 +196,7 @@ def _print_result(result: ProposeResult, as_json: bool) -> None:
             }
         )
         return
-    click.echo(result.message)
+    click.echo(with_program(result.message))
     for note in result.notes:
         click.echo(f"  note: {note}")
     for refusal in result.refusals:
