@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -362,10 +363,7 @@ class Memory:
         if indexed == 0:
             waiting = sum(1 for _ in self.root.memory_files())
             if waiting:
-                return (
-                    f"the memory has not been indexed yet ({waiting} files waiting): try again in a few seconds, "
-                    f"or run `memory-server index --root {self.root.path}`"
-                )
+                return f"the memory has not been indexed yet ({waiting} files waiting): {self._how_to_index()}"
             if not found:
                 return "the memory is empty: no MEMORY.md, topics/*.md or sessions yet"
         if semantic and mode == "keyword" and self.vectors is not None:
@@ -373,8 +371,17 @@ class Memory:
                 return f"semantic index unavailable ({self.vector_error}); keyword results only"
             if stage in ("embedding", "writing") and done < total:
                 return f"indexing: {done} of {total} chunks embedded; keyword results only"
-            return "semantic index not ready yet; keyword results only"
+            return f"semantic index not built yet; keyword results only: {self._how_to_index()}"
         return None
+
+    def _how_to_index(self) -> str:
+        """What brings the index up: this memory's own worker (the server's) when it runs, else a command."""
+        if self._background is not None and self._background.running:
+            return "indexing has started in the background; ask again in a few seconds"
+        return (
+            f"run `memory-server index --root {shlex.quote(str(self.root.path))}` (a server started on this root, "
+            "`memory-server serve`, also indexes it on start)"
+        )
 
     def _keyword_guard(self, run: Callable[[], T]) -> T:
         """Run a search; if the keyword index turns out to be damaged (truncated, garbage, deleted under us),

@@ -38,7 +38,9 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from memory_server import __version__
 from memory_server.api import Memory
+from memory_server.commands.program import with_program
 from memory_server.errors import ConfigError, IndexUnavailableError, MemoryServerError
 from memory_server.files.logs import LOG_DIR, rotate
 from memory_server.files.root import Layer
@@ -209,7 +211,7 @@ def answers(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
         try:
             return fn(*args, **kwargs)
         except MemoryServerError as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(with_program(str(exc))) from exc
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
@@ -219,6 +221,10 @@ def answers(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
             ) from exc
 
     return tool
+
+
+def _hint(note: str | None) -> str | None:
+    return None if note is None else with_program(note)
 
 
 def gate_of(ctx: Ctx) -> MemoryGate:
@@ -237,7 +243,7 @@ def search_memory(
     A topic hit (curated truth) wins over a session hit (a past session)."""
     memory = gate_of(ctx).ready()
     hits, mode = memory.search_memory(query, k, layers, after, before)
-    return compact(search_result(hits, mode=mode, note=memory.search_note(mode, found=bool(hits))))
+    return compact(search_result(hits, mode=mode, note=_hint(memory.search_note(mode, found=bool(hits)))))
 
 
 @answers
@@ -249,7 +255,7 @@ def search_exact(
     settle a disagreement."""
     memory = gate_of(ctx).ready()
     hits = memory.search_exact(query, k, layers, after, before)
-    return compact(search_result(hits, note=memory.search_note("keyword", found=bool(hits), semantic=False)))
+    return compact(search_result(hits, note=_hint(memory.search_note("keyword", found=bool(hits), semantic=False))))
 
 
 @answers
@@ -321,8 +327,15 @@ def server_for(gate: MemoryGate) -> MCPServer[ServerState]:
         finally:
             gate.close()
 
-    instructions = INSTRUCTIONS if gate.refusal is None else f"Memory is not available here: {gate.refusal}"
-    return MCPServer("memory", instructions=instructions, lifespan=lifespan, tools=[published(fn) for fn in TOOLS])
+    refused = gate.refusal
+    instructions = INSTRUCTIONS if refused is None else f"Memory is not available here: {with_program(refused)}"
+    return MCPServer(
+        "memory",
+        version=__version__,
+        instructions=instructions,
+        lifespan=lifespan,
+        tools=[published(fn) for fn in TOOLS],
+    )
 
 
 def tidy_schema(schema: object) -> None:

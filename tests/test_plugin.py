@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from memory_server import __version__
 from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
 
@@ -592,6 +593,52 @@ def test_a_moved_installation_says_how_to_fix_it_until_plugin_install_runs_again
     assert other_program_runs(other_program) == ""
 
 
+def test_plugin_install_again_changes_nothing_and_says_so(
+    any_claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """A second `plugin install` with nothing out of date rewrites nothing and says so, with the version; one
+    with something out of date puts it right and says what it did."""
+    env = user_env(home, any_claude_bin, other_program)
+    first = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert first.returncode == 0 and "done: claude plugin install" in first.stdout, show(first)
+    folder = home / ".local" / "share" / "memory-server" / "claude-plugin"
+    written = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+    again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert again.returncode == 0, show(again)
+    assert again.stdout.startswith(f"already installed, nothing changed: memory-server {__version__}, running "), show(
+        again
+    )
+    assert "done:" not in again.stdout and {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == written
+
+    (folder / "plugin" / RECORD).write_text("{}", encoding="utf-8")  # out of date: the record is gone
+    fixed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert fixed.returncode == 0 and "done: plugin files" in fixed.stdout, show(fixed)
+    assert json.loads((folder / "plugin" / RECORD).read_text(encoding="utf-8"))["python"] == str(installation_python())
+    assert other_program_runs(other_program) == ""
+
+
+def test_plugin_uninstall_leaves_no_empty_folder_behind(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """`plugin uninstall` removes the plugin from Claude Code and its folder, and the data folder that held it
+    once nothing else is in it; a folder still holding something of the person's stays."""
+    env = user_env(home, claude_bin, other_program)
+    data = home / ".local" / "share" / "memory-server"
+    for kept in (None, data / "notes.txt"):
+        installed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+        assert installed.returncode == 0, show(installed)
+        if kept is not None:
+            kept.write_text("mine\n", encoding="utf-8")
+        removed = run([str(server_bin), "plugin", "uninstall"], cwd=tmp_path, env=env)
+        assert removed.returncode == 0 and "removed" in removed.stdout, show(removed)
+        listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
+        assert listing.returncode == 0 and PLUGIN_ID not in listing.stdout, show(listing)
+        if kept is None:
+            assert not data.exists() and data.parent.is_dir(), sorted(data.rglob("*"))
+        else:
+            assert sorted(data.iterdir()) == [kept], sorted(data.rglob("*"))
+
+
 # -- a folder that is not a memory root -----------------------------------------------------------------
 
 
@@ -920,3 +967,21 @@ def test_hooks_never_fail_the_session(event: str, plugin_copy: Path, home: Path,
         )
         assert result.returncode == 0, show(result)
         assert "Traceback" not in result.stderr, show(result)
+
+
+def test_hints_name_the_plugin_s_launcher_not_a_bare_memory_server(
+    plugin_copy: Path, home: Path, tmp_path: Path
+) -> None:
+    """Run through the plugin's launcher (as the server, the hooks and the /dream skill are), a hint names the
+    launcher by its path: PATH has no `memory-server` here, so a bare one would be "command not found"."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    launcher = plugin_copy / "bin" / "memory-server"
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(plain))
+    env["PATH"] = os.pathsep.join(p for p in ("/usr/bin", "/bin") if not (Path(p) / "memory-server").exists())
+    searched = run([str(launcher_python()), str(launcher), "search", "belts"], cwd=plain, env=env)
+    assert searched.returncode == 2 and f"run `{launcher} init --root {plain}`" in searched.stderr, show(searched)
+    stdin = hook_input("SessionStart", tmp_path / "missing.jsonl", plain)
+    started = run(hook_argv("SessionStart", plugin_copy), cwd=plain, env=env, stdin=stdin)
+    assert started.returncode == 0 and f"run `{launcher} init --root {plain}`" in started.stderr, show(started)
+    assert not list(plain.iterdir())

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import time
 from pathlib import Path
 
 import anyio
 import pytest
+from filelock import FileLock
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_client import connect, error_text, payload
+
+from memory_server import __version__
 
 EXPECTED_TOOLS = {"search_memory", "search_exact", "read_memory", "list_topics", "memory_status"}
 
@@ -125,6 +132,32 @@ def test_a_folder_that_is_not_a_memory_root_is_refused_and_left_alone(tmp_path: 
 
     anyio.run(main)
     assert sorted(p.name for p in plain.iterdir()) == ["notes.md"], "nothing may be written outside a memory root"
+
+
+def test_the_server_gives_its_version_and_names_the_program_that_serves_in_its_hints(tmp_path: Path):
+    """serverInfo.version is the package's version. Started by its path with no `memory-server` on PATH (as
+    `claude mcp add ... "$PWD/.venv/bin/memory-server" serve` starts it), a tool's error names that path in
+    its hint: a bare `memory-server` would not run."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    script = Path(sys.executable).parent / "memory-server"
+    assert script.is_file(), "the package's `memory-server` script is installed beside this Python"
+    path = os.pathsep.join(p for p in ("/usr/bin", "/bin") if not (Path(p) / "memory-server").exists())
+    params = StdioServerParameters(
+        command=str(script),
+        args=["serve", "--root", str(plain)],
+        env={"PATH": path, "HOME": str(tmp_path), "MEMORY_SERVER_CONFIG": os.devnull},
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            info = (await s.initialize()).server_info
+            assert (info.name, info.version) == ("memory", __version__)
+            message = error_text(await s.call_tool("search_exact", {"query": "belt"}))
+            assert f"run `{script} init --root {plain}`" in message, message
+            assert "`memory-server init" not in message
+
+    anyio.run(main)
 
 
 def test_a_missing_root_is_a_tool_error_and_a_log_line(tmp_path: Path):
@@ -279,10 +312,27 @@ def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
         assert memory.search_exact("SAVE_CONFIG") == []
         note = memory.search_note("keyword", found=False, semantic=False)
         assert note is not None and "not been indexed yet (5 files waiting)" in note, note
-        assert f"memory-server index --root {root}" in note
+        assert f"memory-server index --root {root}" in note and "few seconds" not in note  # no server indexes it
         memory.index()
         assert memory.search_exact("SAVE_CONFIG")
         assert memory.search_note("keyword", found=True, semantic=False) is None
+    finally:
+        memory.close()
+
+
+def test_a_server_s_search_before_its_first_pass_says_indexing_has_started(root: Path):
+    """With the memory's own worker running (the server's), the index is on its way: ask again shortly."""
+    from memory_server import Memory
+    from memory_server.files.locks import INDEX_LOCK
+
+    (root / ".memory").mkdir(exist_ok=True)
+    memory = Memory(root, keyword_only=True)
+    try:
+        with FileLock(str(root / ".memory" / INDEX_LOCK)):  # another writer: the worker's first pass waits
+            memory.background(watch=False).start()
+            note = memory.search_note("keyword", found=False, semantic=False)
+        assert note is not None and "not been indexed yet" in note, note
+        assert "indexing has started in the background; ask again in a few seconds" in note, note
     finally:
         memory.close()
 

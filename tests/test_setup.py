@@ -228,3 +228,4 @@ def test_plugin_install_without_claude_says_what_to_do(tmp_path: Path) -> None:
     empty.mkdir()
     done = run_cli("plugin", "install", env={"PATH": str(empty), "HOME": str(tmp_path / "home")})
     assert done.returncode == 2 and "`claude` is not on PATH" in done.stderr and "--claude PATH" in done.stderr
+    assert "`npm install -g @anthropic-ai/claude-code`" in done.stderr, done.stderr  # how to get it

@@ -19,6 +19,8 @@ from typing import Any
 import click
 
 from memory_server.commands.common import common_options, given_root
+from memory_server.commands.program import with_program
+from memory_server.files.root import is_memory_root, not_set_up_message
 
 
 @click.group(
@@ -56,6 +58,10 @@ def _run(event: str) -> None:
         return
     try:
         root = _root(payload)
+        if not is_memory_root(root):  # the plugin runs in every project: write nothing, say why in one line
+            what = "nothing to do" if event == "session-start" else "nothing recorded"
+            click.echo(f"memory-server {event} hook: {what}: {with_program(not_set_up_message(root))}", err=True)
+            return
         if event == "session-start":
             from memory_server.dream.start_hook import session_start
 
@@ -70,7 +76,7 @@ def _run(event: str) -> None:
         handler = session_end if event == "session-end" else pre_compact
         handler(payload, MemoryRoot(root))
     except Exception as exc:  # a hook must never break the session; say what happened on stderr
-        click.echo(f"memory-server hook {event}: {exc}", err=True)
+        click.echo(f"memory-server hook {event}: {with_program(str(exc))}", err=True)
 
 
 def _resume_pending(root: Path) -> None:

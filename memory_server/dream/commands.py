@@ -5,6 +5,7 @@
         memory.dream.gather()                     # the evidence pack (dreams/evidence.md)
         memory.dream.propose("items.json")        # verify the agent's items, render the proposal
         memory.dream.apply(changes=[1, 3])        # apply the newest proposal's changes 1 and 3
+        memory.dream.dismiss()                    # set the newest `dream run` proposal aside, its sessions read
 
 Each call uses the memory's root and its settings as they are now (the server follows memory.yaml edits);
 `propose` places items given without a section by meaning too, when the memory has an embedding model.
@@ -18,7 +19,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory_server.dream.records import DreamStatusReport, ProposalView, ReviewResult, VerdictsResult
+from memory_server.dream.records import (
+    DismissResult,
+    DreamStatusReport,
+    ProposalView,
+    ReviewResult,
+    VerdictsResult,
+)
 from memory_server.files.root import MemoryRoot
 from memory_server.settings import Settings
 
@@ -118,6 +125,12 @@ class Dreams:
         return reject_proposal(
             self.root, proposal_id, hunks, changes=changes, clock=self.clock, settings=self._settings()
         )
+
+    def dismiss(self, proposal_id: str | None = None) -> DismissResult:
+        """Set a `dream run` proposal aside: its sessions count as read, as after applying it (the due note clears)."""
+        from memory_server.dream.review import dismiss_proposal
+
+        return dismiss_proposal(self.root, proposal_id, clock=self.clock, settings=self._settings())
 
     def verdicts(self, verdicts: object, proposal_id: str | None = None) -> VerdictsResult:
         """Record a second reader's verdicts ({"verdicts": [{"change", "verdict", "reason"}]}) on a proposal."""
