@@ -13,6 +13,8 @@ Pure functions over strings, shared by `events.py` (which finds failures and the
   command's last step, with `cd`, environment assignments and flags stripped ("go test", "mise run").
 - `harness_error(text)` is True for Claude Code's own tool errors (file not read yet, rejected,
   interrupted, sibling call errored): not failures of the project.
+- `normalise_error(line)` is an error line without what differs between two occurrences of one mistake (file
+  positions, paths, hashes, numbers): what a lesson and the failure hook compare.
 """
 
 from __future__ import annotations
@@ -50,6 +52,15 @@ _HARNESS = re.compile(
 def harness_error(text: str) -> bool:
     """True for an error Claude Code's tool layer produced itself, not the project's code or commands."""
     return bool(_HARNESS.match(text.strip()))
+
+
+def normalise_error(error: str) -> str:
+    """An error line without what differs between occurrences: file positions, hashes, numbers, paths."""
+    text = re.sub(r"^\s*(?:[\w./-]+\.\w+:\d+(?::\d+)?:\s*)+", "", error)  # go/python style file:line:col:
+    text = re.sub(r"(?<![\w/])(?:/[\w.@+-]+){2,}/?", "<path>", text)
+    text = re.sub(r"\b[0-9a-f]{7,64}\b", "<hash>", text)
+    text = re.sub(r"\d+(?:\.\d+)?", "<n>", text)
+    return " ".join(text.casefold().split()).strip(" .:;")[:200]
 
 
 def _candidates(lines: list[str]) -> list[str]:
