@@ -18,13 +18,13 @@ own tool errors (a file not read yet, a rejected call) add nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memory_server.files.root import LESSONS_TOPIC, MemoryRoot
 from memory_server.inject.answer import HookInput, lenient_settings, memory_root
 from memory_server.inject.index_reader import KeywordIndex
-from memory_server.inject.quote import Quote, block, fit, lines_of
+from memory_server.inject.quote import Quote, block, lines_of
 from memory_server.inject.session_files import of_session
 from memory_server.parse.markdown import Chunk
 from memory_server.parse.text import STOP_WORDS, one_line
@@ -41,6 +41,8 @@ PLACEHOLDERS = frozenset({"n", "path", "hash"})
 # "- <who>: <error> (line 12, 2×) — passed at line 40 after: <fix>", as sessions/render.py writes it
 ERROR_ITEM = re.compile(r"^- (?P<who>User pasted|\S+(?: `[^`]*`| ``[^`]*``)?): (?P<rest>.*)$", re.DOTALL)
 FIXED = re.compile(r" \((?:line \d+[^)]{0,40})\) — passed at line \d+ after: (?P<fix>.+)$", re.DOTALL)
+LESSON_REF = re.compile(r" \(`[^`\n]{1,300}:\d+`\)")  # a lesson's "(`sessions/...md:12`)"
+QUOTED_ERROR_CHARS = 100  # of a session's error line, in the quote (the fix matters more)
 MISTAKE = re.compile(r"Mistake: (`+)\s?(?P<error>.+?)\s?\1")
 
 
@@ -134,11 +136,17 @@ def _lesson_matches(text: str, failure: ToolFailure) -> bool:
 
 
 def _quote(root: MemoryRoot, chunk: Chunk, *, lesson: bool) -> Quote:
-    """The chunk's lines read again from its file, redacted (a lesson with its heading: the lesson's name)."""
-    text = " ".join(lines_of(root, chunk.path, chunk.start_line, chunk.end_line).split()).removeprefix("- ")
-    if lesson and text and chunk.heading not in ("", "Lessons"):
-        text = f"{chunk.heading}: {text}"
-    return Quote(chunk.path, chunk.start_line, text)
+    """The chunk's lines read again from its file, redacted, and said short: a lesson without the references
+    its quotes carry, a session's line as its error and its fix (the transcript's line numbers left out)."""
+    text = " ".join(lines_of(root, chunk.path, chunk.start_line, chunk.end_line).split())
+    if lesson:
+        return Quote(chunk.path, chunk.start_line, LESSON_REF.sub(" (…)", text.removeprefix("- ")))
+    item = ERROR_ITEM.match(text)
+    fixed = FIXED.search(item.group("rest")) if item else None
+    if item is None or fixed is None:
+        return Quote(chunk.path, chunk.start_line, "")  # the file changed since it was indexed
+    error = one_line(item.group("rest")[: fixed.start()], QUOTED_ERROR_CHARS)
+    return Quote(chunk.path, chunk.start_line, f"{fixed.group('fix')} [the error then: {error}]", "fixed by")
 
 
 def failure_context(hook: HookInput, root: Path) -> str:
@@ -163,11 +171,15 @@ def earlier_fix_context(root: MemoryRoot, failure: ToolFailure, budget: int, ses
 
 
 def render(failure: ToolFailure, fixes: list[EarlierFix], budget: int) -> str:
-    if not fixes:
-        return ""
-    intro = "This error was met before; the earlier fix is below (check it still applies)."
+    """The fixes in one quoted block of at most `budget` characters (each quote cut to its share of the room
+    the earlier ones left)."""
+    intro = "This error was met before; how it was fixed (check it still applies)."
     room = budget - len(block("earlier-fix", intro, []))
-    lines = fit([f.quote.render(max(80, room - 60)) for f in fixes], room)
-    if not lines:  # one quote alone over the budget: cut it to fit
-        lines = [fixes[0].quote.render(max(40, room - len(fixes[0].quote.path) - 20))][:1]
-    return block("earlier-fix", intro, lines)
+    lines: list[str] = []
+    for i, f in enumerate(fixes):
+        share = room // (len(fixes) - i) - 1
+        line = f.quote.render(share - len(replace(f.quote, text="").render(10)) - 8)
+        if len(line) <= share:
+            lines.append(line)
+            room -= len(line) + 1
+    return block("earlier-fix", intro, lines) if lines else ""
