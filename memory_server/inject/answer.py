@@ -12,10 +12,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_server.errors import MemoryServerError
 from memory_server.files.root import MemoryRoot, is_memory_root
-from memory_server.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,10 @@ def memory_root(path: Path) -> MemoryRoot | None:
 
 
 def lenient_settings(root: Path) -> Settings:
-    """The root's settings; the defaults when memory.yaml is broken (a hook never fails the session)."""
+    """The root's settings; the defaults when memory.yaml is broken (a hook never fails the session). Imported
+    here: a hook that has nothing to do never loads the settings' models."""
+    from memory_server.settings import Settings, load_settings
+
     try:
         return load_settings(root)
     except MemoryServerError as exc:

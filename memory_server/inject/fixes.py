@@ -36,7 +36,7 @@ ERROR_CHARS = 200  # as compressed sessions record an error line (sessions/rende
 CANDIDATES = 40  # chunks read from the index per lookup
 MIN_WORDS = 2  # an error with fewer content words ("exit code 1", "failed") is too vague to look up
 MAX_QUERY_WORDS = 12
-SAME = 0.8  # two normalised errors are the same when this share of their words is shared (Jaccard)
+PREFIX_CHARS = 60  # an error line cut short still names its error when this much of it is left
 PLACEHOLDERS = frozenset({"n", "path", "hash"})
 # "- <who>: <error> (line 12, 2×) — passed at line 40 after: <fix>", as sessions/render.py writes it
 ERROR_ITEM = re.compile(r"^- (?P<who>User pasted|\S+(?: `[^`]*`| ``[^`]*``)?): (?P<rest>.*)$", re.DOTALL)
@@ -82,11 +82,9 @@ def failure_of(hook: HookInput) -> ToolFailure | None:
 
 
 def same_error(a: str, b: str) -> bool:
-    """Whether two normalised error lines are the same error (one may be cut short where the other goes on)."""
-    if a == b or (min(len(a), len(b)) >= 40 and (a.startswith(b) or b.startswith(a))):
-        return True
-    wa, wb = error_words(a), error_words(b)
-    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME
+    """Whether two normalised error lines are the same error: equal, or one cut short where the other goes on.
+    Nothing looser: "No module named 'billing'" and "No module named 'billing.tax'" are two mistakes."""
+    return a == b or (min(len(a), len(b)) >= PREFIX_CHARS and (a.startswith(b) or b.startswith(a)))
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_server.files.root import SETTINGS_FILE, MemoryRoot, user_config_path
 from memory_server.inject.answer import HookInput, lenient_settings, memory_root
-from memory_server.inject.index_reader import KeywordIndex
-from memory_server.inject.quote import Quote, block, fit, lines_of
-from memory_server.parse.text import STOP_WORDS
-from memory_server.search.exact import terms
-from memory_server.sessions.redact import clean
-from memory_server.settings import Settings
+
+if TYPE_CHECKING:
+    from memory_server.settings import Settings
 
 MIN_WORDS = 3  # content words a prompt needs before it is searched
 MAX_PROMPT_CHARS = 2000  # a longer prompt is searched by its start (a pasted log says little about memory)
@@ -56,6 +54,10 @@ def named_in_settings(root: Path) -> bool:
 
 def searchable(prompt: str) -> str:
     """The prompt as searched ("" when it is a slash command or too short to say what memory it needs)."""
+    from memory_server.parse.text import STOP_WORDS
+    from memory_server.search.exact import terms
+    from memory_server.sessions.redact import clean
+
     text = clean(prompt.strip()[:MAX_PROMPT_CHARS])
     if not text or text.startswith("/"):
         return ""
@@ -66,6 +68,7 @@ def searchable(prompt: str) -> str:
 def recall(root: MemoryRoot, settings: Settings, prompt: str, *, limit: int | None = None) -> list[RecallHit]:
     """The best hits for `prompt` from the keyword index, best first, with their scores (no bar applied)."""
     from memory_server.index.fts import FtsIndex
+    from memory_server.inject.index_reader import KeywordIndex
     from memory_server.search.hybrid import search_hybrid
     from memory_server.search.query import validate
 
@@ -98,6 +101,8 @@ def prompt_context(hook: HookInput, root: Path) -> str:
 
 
 def render(root: MemoryRoot, hits: list[RecallHit], budget: int) -> str:
+    from memory_server.inject.quote import Quote, block, fit, lines_of
+
     quotes = [Quote(h.path, h.start_line, lines_of(root, h.path, h.start_line, h.end_line)) for h in hits]
     quotes = [q for q in quotes if q.text]
     if not quotes:

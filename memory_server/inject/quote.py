@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from memory_server.errors import FileSkipped
 from memory_server.files.root import MemoryRoot
 from memory_server.parse.text import as_data, one_line
-from memory_server.sessions.redact import REDACTED, TOO_COSTLY, private_tags, secret_spans
 
 PRIVATE_LINE = "[private]"
 _TEXT = re.compile(r"[^\n]+")
@@ -30,6 +29,8 @@ def visible_text(text: str) -> str:
 def _without_private(text: str) -> str:
     if "<" not in text:
         return text
+    from memory_server.sessions.redact import private_tags
+
     out: list[str] = []
     depth, pos, hidden_from = 0, 0, 0
     for start, end, step in private_tags(text, 0, len(text)):
@@ -53,6 +54,9 @@ def _without_private(text: str) -> str:
 
 
 def _without_secrets(text: str) -> str:
+    # Imported here: the detectors take a while to load, and a hook with nothing to quote never needs them.
+    from memory_server.sessions.redact import REDACTED, TOO_COSTLY, secret_spans
+
     spans = secret_spans(text)
     if spans is None:
         return _TEXT.sub(TOO_COSTLY, text)

@@ -32,7 +32,7 @@ _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
 _COMPILER = re.compile(r"^\s*(?:\./)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+)?:\s*\S")
 _RUST_TS = re.compile(r"^\s*(?:error(?:\[E\d+\])?:|error TS\d+:)")
 _PANIC = re.compile(r"^\s*(?:panic:|fatal error:|fatal:)")
-_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception|Failure)\b(?::|$)")
+_EXCEPTION = re.compile(r"^\s*(?:E {3})?[\w.]*(?:Error|Exception|Failure)\b(?::|$)")  # pytest marks its lines "E   "
 _ERROR_WORD = re.compile(r"(?i)^\s*(?:\w+\s)?(?:error|err)\b[:!]")
 _LOOSE = re.compile(
     r"(?i)\b(?:error|exception|failed|failure|not found|no such|cannot|can't|denied|invalid|refused|undefined)\b"
@@ -69,6 +69,10 @@ def _candidates(lines: list[str]) -> list[str]:
 
 def error_line(output: str) -> str:
     """The informative line of a failed command's output (see module docstring); "" for empty output."""
+    return re.sub(r"^E {3}\s*", "", _error_line(output))
+
+
+def _error_line(output: str) -> str:
     raw = [ln.rstrip() for ln in re.sub(r"</?tool_use_error>", "", output).splitlines()]
     lines = _candidates(raw)
     for pattern in (_GO_FAIL, _PANIC):
