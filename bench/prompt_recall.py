@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         write_cases(out.hits, args.cases)
         print(f"cases to judge: {args.cases}")
     result = report(out, load_verdicts(args.verdicts), args.target, args.least)
+    result["hits"] = [
+        {"key": h.key, "way": h.way, "score": round(h.score, 4), "path": h.path, "line": h.start_line} for h in out.hits
+    ]
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"results: {args.json_out}")
