@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,24 +190,28 @@ def replay(name: str, paths: list[Path], work: Path, settings: Settings) -> Proj
     root = work / re.sub(r"[^\w.-]+", "_", name)
     init_root(root)
     memory_root = MemoryRoot(root)
-    events: list[tuple[dt.datetime, int, object]] = []
-    for s in sessions:
-        events.append((s.started, 0, ("start", s)))
-        events.append((s.ended, 2, ("end", s)))
-        for f, _counted in failures_of(s):
-            result.tool_errors += 1
-            if f is not None:
-                events.append((f.when, 1, ("failure", f)))
-    events.sort(key=lambda e: (e[0], e[1]))
     with Memory(root, keyword_only=True, settings=settings) as memory:
-        for _when, _order, (kind, item) in events:  # type: ignore[misc]
-            if kind == "start":
-                result.briefs.append(_brief(memory_root, settings, item))
-            elif kind == "end":
-                compress_transcript(item.path, memory_root)
-                memory.index()
-            else:
-                _failure(result, memory_root, settings, item)
+
+        def start(s: Session) -> None:
+            result.briefs.append(_brief(memory_root, settings, s))
+
+        def end(s: Session) -> None:
+            compress_transcript(s.path, memory_root)
+            memory.index()
+
+        def failed(f: Failure) -> None:
+            _failure(result, memory_root, settings, f)
+
+        events: list[tuple[dt.datetime, int, Callable[[], None]]] = []
+        for s in sessions:
+            events.append((s.started, 0, functools.partial(start, s)))
+            events.append((s.ended, 2, functools.partial(end, s)))
+            for f, _counted in failures_of(s):
+                result.tool_errors += 1
+                if f is not None:
+                    events.append((f.when, 1, functools.partial(failed, f)))
+        for _when, _order, happen in sorted(events, key=lambda e: (e[0], e[1])):
+            happen()
     return result
 
 

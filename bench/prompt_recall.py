@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import hashlib
 import json
 import re
@@ -31,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,26 +84,29 @@ def replay(name: str, paths: list[Path], work: Path, settings: Settings, fake: b
     sessions = sessions_of(paths)
     root = work / re.sub(r"[^\w.-]+", "_", name)
     init_root(root)
-    events: list[tuple[dt.datetime, int, object]] = []
-    for s in sessions:
-        events.append((s.ended, 1, ("end", s)))
-        for u in session_events(s.transcript).user_messages:
-            out.prompts += 1
-            if u.command is None and searchable(u.text):
-                events.append((u.timestamp or s.started, 0, ("prompt", (s, u.line, u.text))))
-    events.sort(key=lambda e: (e[0], e[1]))
     embedder = None
     if fake:
         from memory_server.testing import FakeEmbedder
 
         embedder = FakeEmbedder()
     with Memory(root, settings=settings, embedder=embedder) as memory:
-        for _when, _order, (kind, item) in events:  # type: ignore[misc]
-            if kind == "end":
-                compress_transcript(item.path, MemoryRoot(root))
-                memory.index()
-            else:
-                _prompt(name, memory, settings, item, out)
+
+        def end(s: Session) -> None:
+            compress_transcript(s.path, MemoryRoot(root))
+            memory.index()
+
+        def asked(item: tuple[Session, int, str]) -> None:
+            _prompt(name, memory, settings, item, out)
+
+        events: list[tuple[dt.datetime, int, Callable[[], None]]] = []
+        for s in sessions:
+            events.append((s.ended, 1, functools.partial(end, s)))
+            for u in session_events(s.transcript).user_messages:
+                out.prompts += 1
+                if u.command is None and searchable(u.text):
+                    events.append((u.timestamp or s.started, 0, functools.partial(asked, (s, u.line, u.text))))
+        for _when, _order, happen in sorted(events, key=lambda e: (e[0], e[1])):
+            happen()
 
 
 def _prompt(name: str, memory: Memory, settings: Settings, item: tuple[Session, int, str], out: Measured) -> None:
@@ -113,10 +118,10 @@ def _prompt(name: str, memory: Memory, settings: Settings, item: tuple[Session, 
     t = time.perf_counter()
     served, _mode = memory.search_memory(searchable(text), k=2)
     out.seconds["server"].append(time.perf_counter() - t)
-    for h in keyword:
-        out.hits.append(Hit("keyword", name, s.path.name, line, text, h.path, h.start_line, h.score, h.text))
-    for h in served:
-        out.hits.append(Hit("server", name, s.path.name, line, text, h.path, h.start_line, h.score, h.text))
+    for k in keyword:
+        out.hits.append(Hit("keyword", name, s.path.name, line, text, k.path, k.start_line, k.score, k.text))
+    for v in served:
+        out.hits.append(Hit("server", name, s.path.name, line, text, v.path, v.start_line, v.score, v.text))
 
 
 def load_verdicts(path: Path) -> dict[str, str]:
@@ -137,6 +142,11 @@ def choose_bar(hits: list[Hit], verdicts: dict[str, str], target: float, least: 
         if n >= least and helpful / n >= target and (n == len(ranked) or ranked[n].score < h.score):
             best = (h.score, helpful / n)
     return best
+
+
+def _precision_at_top(hits: list[Hit], verdicts: dict[str, str], n: int) -> float:
+    ranked = sorted(hits, key=lambda h: h.score, reverse=True)[:n]
+    return sum(verdicts.get(h.key) == "helps" for h in ranked) / len(ranked) if ranked else 0.0
 
 
 def write_cases(hits: list[Hit], path: Path) -> None:
@@ -180,12 +190,19 @@ def report(out: Measured, verdicts: dict[str, str], target: float, least: int) -
         secs = sorted(out.seconds[way])
         p50 = statistics.median(secs) * 1000 if secs else 0.0
         p95 = secs[int(0.95 * (len(secs) - 1))] * 1000 if secs else 0.0
+        top = max((h.score for h in hits), default=0.0)
+        best = _precision_at_top(hits, verdicts, 10)
+        chosen = (
+            f"bar {bar:.4f}" if bar is not None else f"no bar reaches {target:.2f} (so: over {top:.4f}, the best seen)"
+        )
         print(
-            f"{way:<8} hits {len(hits)}, judged {len(judged)} ({helpful} help), bar {bar if bar is None else round(bar, 4)}"
-            f": {len(above)} hits on {prompts_above} prompts above it, precision {precision:.2f}; "
+            f"{way:<8} hits {len(hits)}, judged {len(judged)} ({helpful} help), precision of the 10 best {best:.2f}; "
+            f"{chosen}: {len(above)} hits on {prompts_above} prompts at or over it; "
             f"latency p50 {p50:.1f} ms, p95 {p95:.1f} ms (search only)"
         )
         result[way] = {
+            "best_score": top,
+            "precision_top10": best,
             "hits": len(hits),
             "judged": len(judged),
             "helpful": helpful,

@@ -767,20 +767,19 @@ def hook_input(event: str, transcript: Path, cwd: Path) -> str:
         "cwd": str(cwd),
         "hook_event_name": event,
     }
-    payload.update(
-        {
-            "SessionStart": {"source": "startup"},
-            "UserPromptSubmit": {"prompt": "Why does the printer report E-4242 after a belt change?"},
-            "PostToolUseFailure": {
-                "tool_name": "Bash",
-                "tool_input": {"command": "go build ./..."},
-                "tool_use_id": "toolu_01",
-                "error": FAILED_BUILD.format(line=88),
-            },
-            "SessionEnd": {"reason": "exit"},
-            "PreCompact": {"trigger": "auto", "custom_instructions": ""},
-        }[event]
-    )
+    extra: dict[str, dict[str, Any]] = {
+        "SessionStart": {"source": "startup"},
+        "UserPromptSubmit": {"prompt": "Why does the printer report E-4242 after a belt change?"},
+        "PostToolUseFailure": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "go build ./..."},
+            "tool_use_id": "toolu_01",
+            "error": FAILED_BUILD.format(line=88),
+        },
+        "SessionEnd": {"reason": "exit"},
+        "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+    }
+    payload.update(extra[event])
     return json.dumps(payload)
 
 
@@ -953,6 +952,40 @@ def test_context_hooks_as_declared(plugin_copy: Path, project: Path, home: Path)
 
     result, elapsed, timeout = run_declared_hook("UserPromptSubmit", plugin_copy, project, project, first, home)
     assert elapsed < timeout and context_of(result, "UserPromptSubmit") == "", "per-prompt recall is off by default"
+
+
+def test_a_real_session_receives_the_brief_the_prompt_hits_and_the_earlier_fix(
+    any_claude_bin: str, project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A real Claude Code session (each checked version) with the plugin, against a stand-in for the model's API
+    on a loopback port (tests/fake_anthropic.py): the model calls Bash, the command fails with an error a past
+    session fixed. What Claude Code sends the model holds the brief (SessionStart), the prompt's memory hits
+    (UserPromptSubmit, turned on here), and, after the failed call, the earlier fix (PostToolUseFailure)."""
+    from fake_anthropic import fake_model
+
+    from memory_server.api import Memory
+
+    compress_transcript(fixed_build_session(tmp_path / "transcripts"), MemoryRoot(project))
+    with Memory(project, keyword_only=True) as memory:
+        memory.index()
+    (project / "memory.yaml").write_text("hooks:\n  prompt_recall: true\n  prompt_bar: 0.0\n", encoding="utf-8")
+    plugin = built_plugin(tmp_path)
+    configure_inline(home)
+    failing = "echo 'belt/tension.go:88:7: undefined: retensionBelt' >&2; exit 1"
+    prompt = "The belt tension module build fails again, please fix it"
+    with fake_model(failing) as (model, url):
+        env = base_env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="not-a-key", CLAUDE_CODE_MAX_RETRIES="0")
+        argv = [any_claude_bin, "--plugin-dir", str(plugin), "-p", prompt, "--allowedTools", "Bash"]
+        result = run(argv, cwd=project, env=env)
+        sent = model.sent()
+    assert result.returncode == 0, show(result)
+    called = [i for i, body in enumerate(sent) if "toolu_fake_1" in body and "tool_result" in body]
+    assert len(called) == 1, f"the model's one Bash call came back {len(called)} times\n{show(result)}"
+    before, after = sent[: called[0]], sent[called[0]]
+    assert any("<memory-brief>" in body and "belt.Retension" in body for body in before), "the brief"
+    assert any("<memory-recall>" in body for body in before), "the prompt's memory hits"
+    assert "<memory-earlier-fix>" in after and "belt.Retension" in after and "7a7a7a7a" in after, "the earlier fix"
+    assert "retensionBelt" in after
 
 
 @pytest.mark.parametrize("event", list(HOOK_EVENTS))
