@@ -36,12 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory_server.errors import ConfigError, YamlError
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
-from memory_server.files.root import SETTINGS_FILE
+from memory_server.files.root import SETTINGS_FILE, USER_CONFIG_ENV, user_config_path
 
-USER_CONFIG_ENV = "MEMORY_SERVER_CONFIG"
 TRANSCRIPTS_DIR_ENV = "MEMORY_TRANSCRIPTS_DIR"
 VECTORS_URL_ENV = "MEMORY_VECTORS_URL"
 VECTORS_TOKEN_ENV = "MEMORY_VECTORS_TOKEN"
+PROMPT_BAR = 2.0  # hooks.prompt_bar: over every score `python bench/prompt_recall.py` saw (no bar reached 0.9)
 
 
 class _Section(BaseModel):
@@ -182,6 +182,21 @@ class DreamSettings(_Section):
     pack_max_tokens: int = Field(default=20_000, ge=1_000)  # evidence pack: sessions past this wait for the next dream
 
 
+class HookSettings(_Section):
+    # SessionStart: a brief of what the records say (the last session's open items, decisions and lessons of
+    # the last `brief_days` days, topics that may be stale), at most `brief_chars` characters; 0 turns it off.
+    brief_chars: int = Field(default=1200, ge=0, le=20_000)
+    brief_days: float = Field(default=7.0, ge=0)
+    # PostToolUseFailure: the earlier fix of the same error, at most `fix_chars` characters; 0 turns it off.
+    fix_chars: int = Field(default=600, ge=0, le=20_000)
+    # UserPromptSubmit: per-prompt recall, off by default; at most `prompt_hits` hits scoring at least
+    # `prompt_bar` (chosen by bench/prompt_recall.py for precision on real prompts), at most `prompt_chars`.
+    prompt_recall: bool = False
+    prompt_hits: int = Field(default=2, ge=1, le=2)
+    prompt_bar: float = Field(default=PROMPT_BAR, ge=0)
+    prompt_chars: int = Field(default=800, ge=100, le=20_000)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -192,6 +207,7 @@ class Settings(BaseModel):
     vectors: VectorSettings = Field(default_factory=VectorSettings)
     transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
     dream: DreamSettings = Field(default_factory=DreamSettings)
+    hooks: HookSettings = Field(default_factory=HookSettings)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()
@@ -235,17 +251,6 @@ def settings_stamp(root: Path | str) -> tuple[object, ...]:
         except OSError:
             stamp.append((str(path), None))
     return tuple(stamp)
-
-
-def user_config_path() -> Path | None:
-    """The user-level config file: $MEMORY_SERVER_CONFIG, else $XDG_CONFIG_HOME (~/.config)/memory-server/
-    config.yaml; None when that default file does not exist."""
-    named = os.environ.get(USER_CONFIG_ENV)
-    if named:
-        return Path(named).expanduser()
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
-    path = base / "memory-server" / "config.yaml"
-    return path if path.is_file() else None
 
 
 def environment_overrides() -> dict[str, dict[str, Any]]:

@@ -259,3 +259,20 @@ def test_server_resources_smoke(tmp_path: Path) -> None:
     assert result["errors"] == 0
     [start] = result["samples"]  # no checkpoint within 12 calls: the state before the first one
     assert start["calls"] == 0 and start["rss_bytes"] > 0 and start["fds"] > 3 and start["threads"] > 1
+
+
+def test_failure_replay_on_the_hand_written_sessions(tmp_path: Path) -> None:
+    """bench/failure_replay.py on the hand-written sessions alone (no shared data needed): the earlier fixes it
+    would inject are the recorded judged set (every verdict found, so precision is printed from them), and the
+    session-start brief stays within its bound."""
+    shared = tmp_path / "shared"
+    (shared / "transcripts").mkdir(parents=True)
+    out = tmp_path / "replay.json"
+    proc = _run("failure_replay.py", "--shared", str(shared), "--hand-written", "--json-out", str(out))
+    data = _load(out)
+    injections = sum(p["injections"] for p in data["projects"])
+    assert injections >= 20 and data["unjudged"] == 0, proc.stdout
+    assert data["precision"] >= 0.9, proc.stdout
+    briefs = [b["chars"] for p in data["projects"] for b in p["briefs"]]
+    assert briefs and max(briefs) <= 1200 and any(briefs)
+    assert "injections" in proc.stdout and "precision" in proc.stdout

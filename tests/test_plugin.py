@@ -25,6 +25,7 @@ no retries, so its one model call fails at once.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -69,7 +70,16 @@ LAUNCHER_EXEC_LINE = "'''exec' python3 \"$0\" \"$@\""  # the launcher's first li
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
 SESSION_ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
-HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end", "PreCompact": "pre-compact"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt-submit",
+    "PostToolUseFailure": "post-tool-use-failure",
+    "SessionEnd": "session-end",
+    "PreCompact": "pre-compact",
+}
+# Hooks that only add context: outside a memory root they say nothing at all (they run on every prompt and failure).
+CONTEXT_ONLY = {"UserPromptSubmit", "PostToolUseFailure"}
+FAILED_BUILD = "Exit code 1\n# example.com/printer\nbelt/tension.go:{line}:7: undefined: retensionBelt\n"
 # A real session that reaches no model: its hooks run, its one API call fails at once (no retries).
 NO_MODEL = {"ANTHROPIC_API_KEY": "not-a-key", "CLAUDE_CODE_MAX_RETRIES": "0"}
 SESSION_PROMPT = "Remember that printer error E-4242 means the belt tension is out of range."
@@ -685,6 +695,9 @@ def test_plugin_in_a_project_that_is_not_a_memory_root_writes_nothing(
                 timeout=60,
             )
             assert done.returncode == 0 and done.stdout == "", show(done)
+            if event in CONTEXT_ONLY:
+                assert done.stderr == "", show(done)
+                continue
             lines = done.stderr.strip().splitlines()
             assert len(lines) == 1 and "not a memory root" in lines[0], show(done)
             assert "memory-server init" in lines[0] and "MEMORY_ROOT" in lines[0], show(done)
@@ -814,13 +827,19 @@ def hook_input(event: str, transcript: Path, cwd: Path) -> str:
         "cwd": str(cwd),
         "hook_event_name": event,
     }
-    payload.update(
-        {
-            "SessionStart": {"source": "startup"},
-            "SessionEnd": {"reason": "exit"},
-            "PreCompact": {"trigger": "auto", "custom_instructions": ""},
-        }[event]
-    )
+    extra: dict[str, dict[str, Any]] = {
+        "SessionStart": {"source": "startup"},
+        "UserPromptSubmit": {"prompt": "Why does the printer report E-4242 after a belt change?"},
+        "PostToolUseFailure": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "go build ./..."},
+            "tool_use_id": "toolu_01",
+            "error": FAILED_BUILD.format(line=88),
+        },
+        "SessionEnd": {"reason": "exit"},
+        "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+    }
+    payload.update(extra[event])
     return json.dumps(payload)
 
 
@@ -945,6 +964,88 @@ def test_session_start_hook_is_quiet_until_a_dream_is_due(
     assert "/dream" in result.stdout, show(result)
     assert (project / ".dream-pending").exists(), "the flag is set in the project root"
     assert not (project / "src" / ".dream-pending").exists()
+
+
+def context_of(result: subprocess.CompletedProcess[str], event: str) -> str:
+    """What a context hook's JSON answer adds to the model's context ("" when it printed nothing)."""
+    assert result.returncode == 0, show(result)
+    if not result.stdout.strip():
+        return ""
+    answer = json.loads(result.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == event, show(result)
+    return str(answer["additionalContext"])
+
+
+def fixed_build_session(folder: Path) -> Path:
+    """A session in which `go build` failed with an error, an edit fixed it, and the build then passed."""
+    from session_script import Script
+
+    s = Script("7a7a7a7a-4b5a-4978-8695-a4b3c2d1e0f9", dt.datetime(2026, 11, 19, 9, tzinfo=dt.UTC), cwd="/work/project")
+    s.user("Fix the belt tension module build.")
+    s.bash("go build ./...", FAILED_BUILD.format(line=41).removeprefix("Exit code 1\n"), error=True)
+    s.edit("belt/tension.go", "retensionBelt(b)", "belt.Retension(b)")
+    s.bash("go build ./...", "")
+    s.assistant("Fixed: retensionBelt moved to belt.Retension.")
+    return s.save(folder)
+
+
+def test_context_hooks_as_declared(plugin_copy: Path, project: Path, home: Path) -> None:
+    """The plugin's context hooks, run as Claude Code runs them: the brief at session start, the earlier fix of
+    an error met before, and nothing from the per-prompt hook while it is off (the default)."""
+    from memory_server.api import Memory
+
+    transcripts = home / ".claude" / "projects" / "-work-project"
+    compress_transcript(fixed_build_session(transcripts), MemoryRoot(project))
+    with Memory(project, keyword_only=True) as memory:
+        memory.index()
+    first = write_transcript(transcripts)
+
+    result, elapsed, timeout = run_declared_hook("SessionStart", plugin_copy, project, project / "src", first, home)
+    brief = context_of(result, "SessionStart")
+    assert elapsed < timeout and brief.startswith("<memory-brief>"), show(result)
+    assert "belt.Retension" in brief and "sessions/compressed/" in brief
+
+    result, elapsed, timeout = run_declared_hook("PostToolUseFailure", plugin_copy, project, project, first, home)
+    fix = context_of(result, "PostToolUseFailure")
+    assert elapsed < timeout and fix.startswith("<memory-earlier-fix>"), show(result)
+    assert "belt.Retension" in fix and "7a7a7a7a" in fix and len(fix) <= 600
+
+    result, elapsed, timeout = run_declared_hook("UserPromptSubmit", plugin_copy, project, project, first, home)
+    assert elapsed < timeout and context_of(result, "UserPromptSubmit") == "", "per-prompt recall is off by default"
+
+
+def test_a_real_session_receives_the_brief_the_prompt_hits_and_the_earlier_fix(
+    any_claude_bin: str, project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A real Claude Code session (each checked version) with the plugin, against a stand-in for the model's API
+    on a loopback port (tests/fake_anthropic.py): the model calls Bash, the command fails with an error a past
+    session fixed. What Claude Code sends the model holds the brief (SessionStart), the prompt's memory hits
+    (UserPromptSubmit, turned on here), and, after the failed call, the earlier fix (PostToolUseFailure)."""
+    from fake_anthropic import fake_model
+
+    from memory_server.api import Memory
+
+    compress_transcript(fixed_build_session(tmp_path / "transcripts"), MemoryRoot(project))
+    with Memory(project, keyword_only=True) as memory:
+        memory.index()
+    (project / "memory.yaml").write_text("hooks:\n  prompt_recall: true\n  prompt_bar: 0.0\n", encoding="utf-8")
+    plugin = built_plugin(tmp_path)
+    configure_inline(home)
+    failing = "echo 'belt/tension.go:88:7: undefined: retensionBelt' >&2; exit 1"
+    prompt = "The belt tension module build fails again, please fix it"
+    with fake_model(failing) as (model, url):
+        env = base_env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="not-a-key", CLAUDE_CODE_MAX_RETRIES="0")
+        argv = [any_claude_bin, "--plugin-dir", str(plugin), "-p", prompt, "--allowedTools", "Bash"]
+        result = run(argv, cwd=project, env=env)
+        sent = model.sent()
+    assert result.returncode == 0, show(result)
+    called = [i for i, body in enumerate(sent) if "toolu_fake_1" in body and "tool_result" in body]
+    assert len(called) == 1, f"the model's one Bash call came back {len(called)} times\n{show(result)}"
+    before, after = sent[: called[0]], sent[called[0]]
+    assert any("<memory-brief>" in body and "belt.Retension" in body for body in before), "the brief"
+    assert any("<memory-recall>" in body for body in before), "the prompt's memory hits"
+    assert "<memory-earlier-fix>" in after and "belt.Retension" in after and "7a7a7a7a" in after, "the earlier fix"
+    assert "retensionBelt" in after
 
 
 @pytest.mark.parametrize("event", list(HOOK_EVENTS))

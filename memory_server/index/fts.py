@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SCHEMA_VERSION = "4"
+FTS_FILE = "index.sqlite3"  # under the root's .memory/
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

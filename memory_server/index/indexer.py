@@ -29,7 +29,7 @@ from memory_server.files.root import Layer, MemoryRoot, layer_of
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
-from memory_server.index.fts import FileRecord, FtsIndex
+from memory_server.index.fts import FTS_FILE, FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk, parse_document
@@ -474,4 +474,4 @@ class Indexer(IndexRepairs):
 def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
     """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
     state = root.ensure_state_dir()
-    return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"
+    return state / FTS_FILE, state / "embeddings.sqlite3", state / "chroma"
