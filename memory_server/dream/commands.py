@@ -4,6 +4,7 @@
         memory.dream.status()                     # due or not, and why
         memory.dream.gather()                     # the evidence pack (dreams/evidence.md)
         memory.dream.propose("items.json")        # verify the agent's items, render the proposal
+        memory.dream.propose(memory.dream.keep_items(text))  # items given as text (stdin, an MCP tool)
         memory.dream.apply(changes=[1, 3])        # apply the newest proposal's changes 1 and 3
 
 Each call uses the memory's root and its settings as they are now (the server follows memory.yaml edits);
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from memory_server.dream.records import DreamStatusReport, ProposalView, ReviewResult, VerdictsResult
 from memory_server.files.root import MemoryRoot
+from memory_server.files.writing import atomic_write
 from memory_server.settings import Settings
 
 if TYPE_CHECKING:
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from memory_server.index.embedder import Embedder
 
 Clock = Callable[[], float]
+ITEMS_FILE = "items.json"  # items given as text, kept under dreams/
 
 
 class Dreams:
@@ -78,6 +81,14 @@ class Dreams:
             redo=redo,
             settings=self._settings(),
         )
+
+    def keep_items(self, text: str) -> Path:
+        """Items given as text rather than a file (on stdin, or to the MCP tool), kept as dreams/items.json for
+        `propose` to read: what was submitted stays readable next to the proposals."""
+        path = self.root.dreams_dir / ITEMS_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)
+        return path
 
     def run(self, *, redo: str | None = None) -> ProposeResult:
         """A pass without an agent: repeated errors with their fix, knowledge gaps, stale topics."""
