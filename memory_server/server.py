@@ -71,6 +71,7 @@ from memory_server.tool_results import (
     ReadResult,
     SearchResult,
     Status,
+    Topic,
     TopicList,
     compact,
     search_result,
@@ -481,14 +482,7 @@ class MemoryMCPServer(MCPServer[ServerState]):
 
     async def list_resources(self) -> list[MCPResource]:
         listed = await super().list_resources()
-        memory = self.gate.try_open()
-        if memory is None:
-            return listed
-        try:
-            files = await anyio.to_thread.run_sync(resource_files, memory, LIST_TOPICS_LIMIT)
-        except MemoryServerError as exc:
-            log.warning("resources/list: %s", exc)
-            return listed
+        files = await anyio.to_thread.run_sync(self.files)  # opening the memory and reading topics block
         uri = UriTemplate.parse(RESOURCE_URI)
         return listed + [
             MCPResource(
@@ -500,6 +494,17 @@ class MemoryMCPServer(MCPServer[ServerState]):
             )
             for f in files
         ]
+
+    def files(self) -> list[Topic]:
+        """MEMORY.md and the topics, or none while the root cannot be served (every tool says why)."""
+        memory = self.gate.try_open()
+        if memory is None:
+            return []
+        try:
+            return resource_files(memory, LIST_TOPICS_LIMIT)
+        except MemoryServerError as exc:
+            log.warning("resources/list: %s", exc)
+            return []
 
 
 def build_server(

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_client import connect, error_text, finds, payload, wait_until_indexed
 from mcp_types import TextResourceContents
 from test_dream_entire import ENTIRE, GOOD, NOW, SECRET, prepared, transcripts_env  # noqa: F401 (fixtures)
+from test_memory_root import read_only_view
 from test_plugin import base_env, inspector_cmd, inspector_json, run, show  # noqa: F401 (a fixture)
 
 from memory_server import Memory
@@ -245,6 +246,34 @@ def test_without_dream_tools_the_server_lists_what_it_listed_before(root: Path) 
 
     anyio.run(main)
     assert pack.stat().st_mtime_ns == written  # the call was refused: no pack written
+
+
+def test_on_a_read_only_root_the_dream_tools_say_so_and_the_rest_still_answers(tmp_path: Path) -> None:
+    folder = tmp_path / "root"
+    init_root(folder)
+    (folder / "topics" / "printer.md").write_text("# Printer\n\nThe belt runs at 110 Hz.\n", encoding="utf-8")
+    built = Memory(folder, keyword_only=True)
+    built.index()
+    built.close()
+
+    async def main(ro: Path) -> None:
+        async with Client(build_server(Memory(ro, keyword_only=True), background=False)) as client:
+            calls: list[tuple[str, dict[str, Any], str]] = [
+                ("dream_gather", {}, "read-only"),
+                ("dream_propose", {"items": []}, "must be writable"),
+                ("dream_verdicts", {"proposal_id": "x", "verdicts": []}, "read-only"),
+            ]
+            for tool, args, why in calls:
+                result = await client.call_tool(tool, args)
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                assert result.is_error and why in text and "internal error" not in text, (tool, text)
+            (content,) = (await client.read_resource("memory://topics/printer.md")).contents
+            assert isinstance(content, TextResourceContents) and "110 Hz" in content.text
+            assert "no session record yet" in prompt_text(await client.get_prompt("resume"))
+
+    with read_only_view(folder) as ro:
+        anyio.run(main, ro)
+    assert not (folder / "dreams").exists()
 
 
 # -- the same through the MCP Inspector CLI ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory_server.dream.records import DreamStatusReport, ProposalView, ReviewResult, VerdictsResult
+from memory_server.errors import DreamError
 from memory_server.files.root import MemoryRoot
 from memory_server.files.writing import atomic_write
 from memory_server.settings import Settings
@@ -86,8 +87,14 @@ class Dreams:
         """Items given as text rather than a file (on stdin, or to the MCP tool), kept as dreams/items.json for
         `propose` to read: what was submitted stays readable next to the proposals."""
         path = self.root.dreams_dir / ITEMS_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+        except OSError as exc:
+            raise DreamError(
+                f"cannot keep the items in {path} ({exc.strerror}): a dream writes under dreams/, so the memory "
+                "root must be writable; run it where it is"
+            ) from exc
         return path
 
     def run(self, *, redo: str | None = None) -> ProposeResult:

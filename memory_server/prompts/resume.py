@@ -2,8 +2,8 @@
 
 The newest compressed session (by its `ended` time, else `started`; the last few files by name are read to
 find it) gives its title, goal, decisions, failures it did not fix, commits, files and what was open at the
-end; the few before it are listed by title. Every line is redacted and quoted as data with its `path:line`, and the whole is
-bounded, so a long session cannot flood the client.
+end; the few before it are listed by title. Every line is redacted and quoted as data with its `path:line`,
+and the whole is bounded, so a long session cannot flood the client.
 """
 
 from __future__ import annotations
