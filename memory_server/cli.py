@@ -64,11 +64,18 @@ cli.add_command(hooks)
     "MEMORY.md. Register it with: claude mcp add memory -- memory-server serve --root DIR",
     short_help="run the MCP server on stdio",
 )
+@click.option(
+    "--dream-tools/--no-dream-tools",
+    default=True,
+    show_default=True,
+    help="list the dream tools and the dream prompt, for clients without a shell (the Claude Code plugin turns "
+    "them off: its /dream skill runs the command line)",
+)
 @common_options
-def serve() -> None:
+def serve(dream_tools: bool) -> None:
     from memory_server.server import serve_root
 
-    serve_root(root_path())
+    serve_root(root_path(), dream_tools=dream_tools)
 
 
 @cli.command(

@@ -4,6 +4,7 @@ review (apply / reject / show), real files, real SQLite, real git as the diff or
 from __future__ import annotations
 
 import calendar
+import io
 import json
 import os
 import shutil
@@ -744,7 +745,7 @@ def test_only_a_dream_run_proposal_is_dismissed_and_its_pending_changes_are_not_
 # -- the commands ----------------------------------------------------------------------------------------
 
 
-def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     r = ["--root", str(root)]
     assert cli_main(["dream", "status", *r]) == 0
     assert "6 sessions" in capsys.readouterr().out
@@ -756,7 +757,10 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str]) -> N
     bad = write_items(root, [*good_items(), BAD["hypothetical adopted"][0]], "bad.json")
     assert cli_main(["dream", "propose", str(bad), *r]) == 1
     assert "refused: item 4: the evidence only asks or supposes" in capsys.readouterr().out
-    assert cli_main(["dream", "propose", str(write_items(root, good_items())), "--keyword-only", *r]) == 0
+    items = write_items(root, good_items()).read_text(encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO(items))  # `-`: the items on stdin, as the skill gives them
+    assert cli_main(["dream", "propose", "-", "--keyword-only", *r]) == 0
+    assert (root / "dreams" / "items.json").read_text(encoding="utf-8") == items  # what was submitted, kept
     out = capsys.readouterr().out
     assert "2 changes in 2 hunks proposed" in out
     pid = out.split()[1].rstrip(":")

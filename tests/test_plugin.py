@@ -367,7 +367,7 @@ def test_every_command_runs_the_launcher_without_a_shell() -> None:
     assert list(mcp) == ["memory"]
     assert mcp["memory"] == {
         "command": "${user_config.python}",
-        "args": ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "serve"],
+        "args": ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "serve", "--no-dream-tools"],
     }
 
     hooks = declared_hooks()

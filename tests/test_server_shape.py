@@ -16,7 +16,7 @@ from mcp import Client
 
 from memory_server import Memory
 from memory_server.files.scaffold import init_root
-from memory_server.server import TOOLS, MemoryGate, build_server, server_for
+from memory_server.server import DREAM_TOOLS, TOOLS, MemoryGate, build_server, server_for
 from memory_server.testing import FakeEmbedder
 
 PACKAGE = Path(__file__).resolve().parents[1] / "memory_server"
@@ -77,8 +77,8 @@ def test_the_tools_are_typed_functions_described_by_their_docstrings(root: Path)
             return {t.name: t.description or "" for t in (await client.list_tools()).tools}
 
     listed = anyio.run(main)
-    assert listed == {fn.__name__: " ".join((inspect.getdoc(fn) or "").split()) for fn in TOOLS}
-    for fn in TOOLS:
+    assert listed == {fn.__name__: " ".join((inspect.getdoc(fn) or "").split()) for fn in (*TOOLS, *DREAM_TOOLS)}
+    for fn in (*TOOLS, *DREAM_TOOLS):
         hints = inspect.signature(fn).parameters
         assert "ctx" in hints and all(p.annotation is not inspect.Parameter.empty for p in hints.values())
         assert "CallToolResult" in str(inspect.signature(fn).return_annotation)

@@ -159,24 +159,12 @@ def propose(
         return
     if not items_file:
         raise click.UsageError("give the items file: memory-server dream propose ITEMS.json")
-    if items_file == "-":
-        items_file = str(_items_from_stdin())
     with dream_memory(keyword_only=keyword_only) as memory:
-        result = memory.dream.propose(items_file, drop_refused=drop_refused, redo=redo)
+        path = memory.dream.keep_items(sys.stdin.read()) if items_file == "-" else items_file
+        result = memory.dream.propose(path, drop_refused=drop_refused, redo=redo)
     _print_result(result, as_json)
     if result.refusals and result.id is None:
         raise click.exceptions.Exit(1)  # refused: the agent fixes its items and runs it again
-
-
-def _items_from_stdin() -> Path:
-    """The items given on stdin, kept as dreams/items.json (what was submitted stays readable)."""
-    from memory_server.files.root import MemoryRoot
-    from memory_server.files.writing import atomic_write
-
-    path = MemoryRoot(dream_root()).dreams_dir / "items.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, sys.stdin.read())
-    return path
 
 
 def _print_result(result: ProposeResult, as_json: bool) -> None:
