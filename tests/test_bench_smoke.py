@@ -173,6 +173,33 @@ def test_run_all_sets_smoke(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "no caller-written query for beam question 1:1" in proc.stderr, proc.stderr
 
 
+def test_the_committed_caller_queries_cover_every_question() -> None:
+    """bench/queries/ holds one caller-written query for each question of each development set, by the ids
+    the harnesses give them, and nothing else."""
+    data = _locomo_data().parent
+    for needed in ("locomo10.json", "beam_100K", "coding-probe"):
+        require_shared(data / needed)
+    sys.path.insert(0, str(BENCH))
+    try:
+        import beam
+        import caller_queries
+        import locomo
+    finally:
+        sys.path.remove(str(BENCH))
+    conversations = locomo.load_conversations(data / locomo.DATA_FILE, None, None)
+    chats = beam.load_chats(data)
+    probe = json.loads((data / "coding-probe" / "queries.json").read_text(encoding="utf-8"))
+    wanted = {
+        "locomo": {f"{c.index}:{q.index}" for c in conversations for q in c.questions},
+        "beam": {f"{c.number}:{q.index}" for c in chats for q in c.questions},
+        "coding": {q["id"] for q in probe},
+    }
+    assert [len(ids) for ids in wanted.values()] == [1982, 354, 60]
+    for name, ids in wanted.items():
+        found = caller_queries.load(name)
+        assert found is not None and set(found) == ids, name
+
+
 def test_locomo_evidence_normalisation() -> None:
     sys.path.insert(0, str(BENCH))
     try:
