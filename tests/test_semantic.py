@@ -252,3 +252,35 @@ def test_a_status_badge_does_not_answer_for_its_file(printer_memory: Memory):
     hits, _ = printer_memory.search_memory("what firmware does the 3D printer run?", k=3)
     assert "Klipper" in hits[0].text, [h.text for h in hits]
     assert "Status" not in hits[0].text
+
+
+PREFIX_QUESTIONS = [
+    "how do several servers share one index safely?",
+    "what was decided about ranking",
+    "why don't we download the model when the program runs?",
+    "how are the tests run, and which parts are real?",
+    "what happens when the keyword index is damaged?",
+    "how are secrets kept out of summaries?",
+    "hooks",
+    "dream proposal review",
+]
+
+
+def test_an_answer_for_fewer_hits_is_the_start_of_one_for_more(minilm: MiniLMEmbedder):
+    """On this repository's own memory, with the real model: the answers for k = 5, 10 and 20 are prefixes of
+    each other (candidate pools and diversity do not depend on k)."""
+    repo = Path(__file__).resolve().parents[1]
+    m = Memory(repo, embedder=minilm)
+    try:
+        m.index()
+        for question in PREFIX_QUESTIONS:
+            answers = {
+                k: [(h.path, h.start_line, h.end_line) for h in m.search_memory(question, k)[0]] for k in (5, 10, 20)
+            }
+            assert len(answers[20]) == 20, question
+            assert answers[20][:10] == answers[10], question
+            assert answers[10][:5] == answers[5], question
+            scores = {k: [h.score for h in m.search_memory(question, k)[0]] for k in (5, 20)}
+            assert scores[20][:5] == scores[5], question
+    finally:
+        m.close()
