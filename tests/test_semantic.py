@@ -138,9 +138,13 @@ def test_one_file_does_not_fill_the_answer(tmp_path: Path):
     write(root, "topics/kafka.md", f"# Kafka\n\n{many}\n")
     write(root, "topics/ops.md", "# Ops\n\nConsumer lag alerts page the on-call when lag exceeds ten thousand.\n")
     m = Memory(root, embedder=FakeEmbedder())
+    m.settings.ranking.same_file_penalty = 0.5  # the per-file quota is off by default (it cost recall)
     m.index()
     hits, _ = m.search_memory("consumer lag", k=5)
     assert "topics/ops.md" in {h.path for h in hits}
+    # the quota counts the hits picked so far, not the k asked for: larger answers start with smaller ones
+    answers = {k: [(h.path, h.start_line) for h in m.search_memory("consumer lag", k=k)[0]] for k in (3, 5, 8, 12)}
+    assert answers[12][:8] == answers[8] and answers[8][:5] == answers[5] and answers[5][:3] == answers[3]
     m.close()
 
 
