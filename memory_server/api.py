@@ -362,10 +362,10 @@ class Memory:
         only part of the memory ("partial"), or for none of it ("keyword")."""
         if mode == "keyword" or self.vectors is None:
             return mode
-        waiting, embedded = self.vector_backlog()
+        waiting, eligible = self.vector_backlog()
         if not waiting:
             return mode
-        return "keyword" if waiting >= embedded else "partial"
+        return "keyword" if waiting >= eligible else "partial"
 
     def search_note(self, mode: Mode, *, found: bool, semantic: bool = True) -> str | None:
         """Why an answer may be incomplete (indexing under way, never indexed, semantic side not ready, an
@@ -394,7 +394,7 @@ class Memory:
         """Why an answer's semantic side is missing or covers part of the memory."""
         if self.vector_error:
             return f"semantic index unavailable ({self.vector_error}); keyword results only"
-        waiting, embedded = self.vector_backlog()
+        waiting, eligible = self.vector_backlog()
         progress = self.indexer.progress
         embedding = (
             f" ({progress.done} of {progress.total} chunks embedded)"
@@ -405,7 +405,7 @@ class Memory:
             return "semantic index not ready yet; keyword results only"
         found_by = "keywords only" if mode == "keyword" else "keywords only, the others by meaning too"
         return (
-            f"indexing: {waiting} of {embedded} files wait for their vectors{embedding}; those are found by {found_by}"
+            f"indexing: {waiting} of {eligible} files wait for their vectors{embedding}; those are found by {found_by}"
         )
 
     def _keyword_guard(self, run: Callable[[], T]) -> T:

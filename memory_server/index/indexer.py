@@ -406,10 +406,10 @@ class Indexer(IndexRepairs):
 
     def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
         assert self.vectors is not None and self.embedder is not None
-        embedded = [f for f in self.fts.files().values() if f.status != "skipped" and f.layer != "transcript"]
-        pending = [f for f in embedded if f.vectors_sha256 != f.sha256]
+        eligible = [f for f in self.fts.files().values() if f.status != "skipped" and f.layer != "transcript"]
+        pending = [f for f in eligible if f.vectors_sha256 != f.sha256]
         total = report.chunks_total = sum(f.chunks for f in pending)
-        self.vector_backlog = (len(pending), len(embedded))
+        self.vector_backlog = (len(pending), len(eligible))
         if total:
             self._set_progress("embedding", 0, total, progress)  # at once: the model may take seconds to load
         done = 0
@@ -473,8 +473,8 @@ class Indexer(IndexRepairs):
             self.fts.rollback()
             raise
         if self.vector_backlog is not None:
-            waiting, embedded = self.vector_backlog
-            self.vector_backlog = (max(0, waiting - len(records)), embedded)
+            waiting, eligible = self.vector_backlog
+            self.vector_backlog = (max(0, waiting - len(records)), eligible)
         return len(chunks)
 
 
