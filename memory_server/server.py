@@ -90,11 +90,14 @@ LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path
 INSTRUCTIONS = (
     "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
     "truth) > sessions (what happened in past sessions) > transcripts (raw, for arbitration only). "
-    "search_memory for questions in your own words, search_exact for literal strings, then read_memory on a "
-    "hit's path and lines for more. Results are short on purpose: read only what you need."
+    "search_memory for questions, in the words the notes would use; search_exact for literal strings; then "
+    "read_memory on a hit's path and lines for more. Results are short on purpose: read only what you need."
 )
 
-Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
+# search_memory's description and its query's are the text the benchmark's caller-written queries were written
+# from (bench/queries/README.md): changing their meaning means writing those queries again.
+MeaningQuery = Annotated[str, Field(description="the question, in the notes' words as above")]
+LiteralQuery = Annotated[str, Field(description="literal text")]
 K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
 Layers = Annotated[list[Layer] | None, Field(description="default: topic and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
@@ -280,9 +283,11 @@ def gate_of(ctx: Ctx) -> MemoryGate:
 
 @answers
 def search_memory(
-    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+    ctx: Ctx, query: MeaningQuery, k: K = None, layers: Layers = None, after: After = None, before: Before = None
 ) -> Annotated[CallToolResult, SearchResult]:
-    """Search memory by meaning, for questions in your own words ("what did we decide about retries?").
+    """Search memory by meaning. Write the query in the words the notes would contain: the question, then the
+    names, technical terms and synonyms its answer likely uses ("what did we decide about retries? retry policy,
+    backoff, max attempts, timeout"). One query; no boolean syntax.
     Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file.
     A topic hit (curated truth) wins over a session hit (a past session)."""
     memory = gate_of(ctx).ready()
@@ -292,7 +297,7 @@ def search_memory(
 
 @answers
 def search_exact(
-    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+    ctx: Ctx, query: LiteralQuery, k: K = None, layers: Layers = None, after: After = None, before: Before = None
 ) -> Annotated[CallToolResult, SearchResult]:
     """Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is.
     match says phrase (contains the query), all_terms or any_terms. Add layer "transcript" only to

@@ -61,7 +61,8 @@ class SearchSettings(_Section):
     max_k: int = Field(default=50, ge=1, le=1000)
     hit_chars: int = Field(default=700, ge=1)  # text of one hit is cut to this many characters around the match
     budget_chars: int = Field(default=5000, ge=1)  # all hits' text together (about 1,250 tokens plus metadata)
-    candidate_pool: int = Field(default=60, ge=1)  # candidates taken from each retriever before fusion
+    # candidates taken from each retriever before fusion (max_k when more; never sized by the k asked for)
+    candidate_pool: int = Field(default=60, ge=1)
 
     @model_validator(mode="after")
     def _default_within_max(self) -> SearchSettings:
@@ -81,6 +82,10 @@ class RankingSettings(_Section):
     # best file's) x the best fused score, so passages from the file that answers best rise together.
     file_weight: float = Field(default=0.7, ge=0)
     file_top: int = Field(default=3, ge=1)
+    # Pointers: a MEMORY.md line linking a topic leaves the candidates (it says where the answer is, not what it
+    # is) and lends pointer_weight x its score to that topic's candidate passages. Lending any share cost the
+    # coding probe (the only set with a MEMORY.md) answers ranked first: 0 (docs/benchmarks.md).
+    pointer_weight: float = Field(default=0.0, ge=0)
     # Context: the passages just before and after a strong candidate gain neighbour_weight x its score
     # (the answer often sits next to the passage that matches the question's words).
     neighbour_weight: float = Field(default=0.3, ge=0)
@@ -93,11 +98,15 @@ class RankingSettings(_Section):
     recency_weight: float = Field(default=0.1, ge=0, le=1)  # share of a session's score that decays with age
     recency_half_life_days: float = Field(default=90.0, gt=0)
     mmr_weight: float = Field(default=0.2, ge=0)  # diversity: penalty for resembling a hit already chosen
-    # Diversity by file: one file gets max(file_quota, file_share x k) hits before same_file_penalty applies
-    # to its further hits; so a default answer never holds five chunks of one file while others are relevant.
+    # Diversity by file: among the first n hits one file gets max(file_quota, file_share x n) before
+    # same_file_penalty damps its further hits (n, not the k asked for: an answer's first hits do not depend
+    # on k). Off by default (penalty 1.0): set it below 1 so one file does not fill an answer while others
+    # are relevant.
     file_quota: int = Field(default=4, ge=1)
     file_share: float = Field(default=0.5, ge=0, le=1)
-    same_file_penalty: float = Field(default=0.5, ge=0, le=1)
+    # 1.0: no damping. Any damping cost LoCoMo and BEAM recall (their answers sit in one session); a file then
+    # fills an answer only when each of its passages outranks every other file's (docs/benchmarks.md).
+    same_file_penalty: float = Field(default=1.0, ge=0, le=1)
     duplicate_similarity: float = Field(default=0.97, ge=0)  # hits more similar than this to a chosen one are dropped
     # Keyword scores are BM25 / max(best BM25, keyword_floor x the sum of the query words' IDFs, about the
     # BM25 of a chunk holding every query word): a match counts by the share of the query it covers, so

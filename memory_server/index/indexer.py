@@ -115,6 +115,9 @@ class Indexer(IndexRepairs):
             "another process has been writing the index for over {timeout}s ({path}); try again when it finishes",
         )
         self.progress = IndexProgress()
+        # (files waiting for their vectors, files that get vectors), kept up to date while vectors are written;
+        # None when a pass may have changed it (Memory counts it again from the manifest when asked).
+        self.vector_backlog: tuple[int, int] | None = None
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
         self._links = HardLinks(root.path)
@@ -147,6 +150,7 @@ class Indexer(IndexRepairs):
         """
         started = time.monotonic()
         report = self.report = SyncReport()
+        self.vector_backlog = None  # this pass may add files: the backlog is counted again (or by the vector pass)
         self._links = HardLinks(self.root.path)  # counted once per pass, if a file has several names
         with self._writer(timeout):
             if rebuild:
@@ -176,6 +180,8 @@ class Indexer(IndexRepairs):
                 self.fts.bump_generation()
         report.seconds = time.monotonic() - started
         self._set_progress("idle", 0, 0)
+        if not (self.vectors is not None and self.embedder is not None and vectors):
+            self.vector_backlog = None  # files changed and no vectors followed: count again when asked
         return report
 
     def _check_recipe(self, rebuilt: bool) -> None:
@@ -400,12 +406,10 @@ class Indexer(IndexRepairs):
 
     def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
         assert self.vectors is not None and self.embedder is not None
-        pending = [
-            f
-            for f in self.fts.files().values()
-            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
-        ]
+        eligible = [f for f in self.fts.files().values() if f.status != "skipped" and f.layer != "transcript"]
+        pending = [f for f in eligible if f.vectors_sha256 != f.sha256]
         total = report.chunks_total = sum(f.chunks for f in pending)
+        self.vector_backlog = (len(pending), len(eligible))
         if total:
             self._set_progress("embedding", 0, total, progress)  # at once: the model may take seconds to load
         done = 0
@@ -468,6 +472,9 @@ class Indexer(IndexRepairs):
         except BaseException:
             self.fts.rollback()
             raise
+        if self.vector_backlog is not None:
+            waiting, eligible = self.vector_backlog
+            self.vector_backlog = (max(0, waiting - len(records)), eligible)
         return len(chunks)
 
 
