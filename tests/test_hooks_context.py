@@ -251,3 +251,20 @@ def test_prompt_recall_is_off_by_default_and_bounded_when_on(indexed: Path) -> N
     assert prompt(indexed, "/dream") == "", "a slash command"
     (indexed / "memory.yaml").write_text("hooks:\n  prompt_recall: true\n  prompt_bar: 1000.0\n", encoding="utf-8")
     assert prompt(indexed, asked) == "", "nothing scores over the bar"
+
+
+def test_prompt_hits_are_redacted(indexed: Path) -> None:
+    write(
+        indexed,
+        "topics/refunds.md",
+        "---\ntitle: Refunds\n---\n# Refunds\n\n<private>\n"
+        f"{PRIVATE}: the refunds export skips refunds older than a year\n</private>\n"
+        f"The refunds export skips refunds older than a year; the export token is {SECRET}.\n",
+    )
+    with Memory(indexed, keyword_only=True) as memory:
+        memory.index()
+    (indexed / "memory.yaml").write_text("hooks:\n  prompt_recall: true\n  prompt_bar: 0.0\n", encoding="utf-8")
+    text = prompt(indexed, "why does the refunds export skip refunds older than a year?")
+    assert "topics/refunds.md" in text
+    assert SECRET not in text and "hunter2" not in text and "staging password" not in text
+    assert "[REDACTED]" in text or "[private]" in text, "the quoted lines held them"

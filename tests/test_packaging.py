@@ -91,7 +91,7 @@ def test_the_wheel_carries_the_plugin_and_its_hooks(installed: Path, tmp_path: P
         "p = plugin_source(); print(p); print(len(declared_hooks(p)))\n"
     )
     folder, count = run([str(python), "-c", probe], cwd=tmp_path).stdout.split()
-    assert folder.startswith(str(installed)) and folder.endswith("claude_plugin") and count == "3"
+    assert folder.startswith(str(installed)) and folder.endswith("claude_plugin") and count == "5"
     assert (Path(folder) / "skills" / "dream" / "SKILL.md").is_file() and (
         Path(folder) / "bin" / "memory-server"
     ).is_file()
