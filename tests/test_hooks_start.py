@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -98,7 +99,8 @@ def test_fast_and_light(tmp_path: Path, monkeypatch, capsys) -> None:
         started = time.perf_counter()
         assert main(["hook", "session-start", "--root", str(root)]) == 0
         seconds = time.perf_counter() - started
-    assert seconds < 0.25 and "/dream" in capsys.readouterr().out
+    busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))  # a loaded machine's queue is not the hook's work
+    assert seconds < 0.25 * busy and "/dream" in capsys.readouterr().out
     code = (
         "import sys; from memory_server.cli import main; main(['hook', 'session-start', '--root', sys.argv[1]]); "
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
