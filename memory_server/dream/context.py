@@ -16,6 +16,7 @@ from memory_server.dream.record import SessionRecord, Turn, load_record, transcr
 from memory_server.errors import NotFoundError
 from memory_server.files.root import MemoryRoot
 from memory_server.parse.text import as_data
+from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings, load_settings
 
 TURN_CHARS = 1200
@@ -27,7 +28,7 @@ def find_session(root: MemoryRoot, settings: Settings, source: str) -> SessionRe
         if rel == source:
             return load_record(root, rel, settings)
         transcript = transcript_of(root, rel, settings)
-        if transcript is not None and f"transcript:{transcript.stem}" == source:
+        if transcript is not None and f"transcript:{transcript_id(transcript)}" == source:
             return load_record(root, rel, settings)
     raise NotFoundError(
         f"no session of {root.path} is {source!r}; give a reference the evidence pack or REPORT.md prints "
@@ -59,6 +60,9 @@ def render_around(root: str | os.PathLike[str], ref: str, around: int = 6) -> st
     turns = session.turns
     at = next((i for i, t in enumerate(turns) if t.line >= line), len(turns))
     shown = turns[max(0, at - around) : at + around + 1]
-    title = f"{as_data(session.path)} (read from its {session.source}), turns around line {line}:"
+    read_from = (
+        f"the kept copy {session.kept} (Claude Code's transcript is gone)" if session.kept else f"its {session.source}"
+    )
+    title = f"{as_data(session.path)} (read from {as_data(read_from)}), turns around line {line}:"
     body = [x for t in shown for x in _turn(t, t.line == line)]
     return "\n".join([title, *body]) + "\n"
