@@ -218,3 +218,16 @@ def _make_root(tmp_path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def test_kept_size_smoke(tmp_path: Path) -> None:
+    require_shared(SHARED / "transcripts")
+    out = tmp_path / "kept.json"
+    proc = _run("kept_size.py", "--quick", "--json", str(out))
+    assert "Kept transcripts, bytes per session" in proc.stdout
+    data = _load(out)
+    default, tight = data["summaries"]
+    assert default["sessions"] == tight["sessions"] == 10
+    assert 0 < default["median_bytes"] <= default["p95_bytes"] <= default["max_bytes"] <= default["budget"]
+    assert default["same_messages"] == default["sessions"] and tight["same_line_count"] == tight["sessions"]
+    assert data["compress_seconds"]["keep_on"] > 0
