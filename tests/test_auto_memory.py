@@ -271,6 +271,9 @@ def test_a_fact_citing_the_auto_memory_verifies(dreamable: dict[str, Path]) -> N
     assert f"auto-memory:testing.md:{n}" in report and "Claude Code's auto memory (written by the model)" in report
     diff = (result.folder / "proposal.diff").read_text(encoding="utf-8")
     assert "+- The integration tests need REDIS_URL=redis://localhost:6390 in the environment." in diff
+    shown = run_cli("dream", "record", f"auto-memory:testing.md:{n}", "--root", str(dreamable["root"]))
+    assert shown.returncode == 0, shown.stderr
+    assert f">> `auto-memory:testing.md:{n}`" in shown.stdout and "Claude Code's auto memory" in shown.stdout
 
 
 def test_a_decision_resting_only_on_the_auto_memory_is_refused(dreamable: dict[str, Path]) -> None:

@@ -942,7 +942,7 @@ def test_the_limit_counts_changes_not_hunks_and_follows_the_agents_order(root: P
     assert result.held_back == [good_items()[2]["statement"]]
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     assert f"2 changes in {result.hunks} hunks" in report
-    assert "- Hunks: " + ", ".join(f"{n} (`topics/tooling.md`)" for n in correction) in report
+    assert "- In proposal.diff: hunks " + ", ".join(f"#{n} (`topics/tooling.md`)" for n in correction) in report
     assert "in the order given" in report
 
 
@@ -993,7 +993,7 @@ All settings go through the `settings` package.
 """
 
 
-def test_a_line_for_a_section_goes_under_its_heading_not_into_its_last_labelled_list(root: Path) -> None:
+def test_a_line_for_a_section_follows_its_prose_not_into_its_last_labelled_list(root: Path) -> None:
     (root / "topics" / "code.md").write_text(SETTINGS_TOPIC, encoding="utf-8")
     result = dream(
         root,
@@ -1004,7 +1004,10 @@ def test_a_line_for_a_section_goes_under_its_heading_not_into_its_last_labelled_
     )
     apply_proposal(root, result.id, clock=lambda: NOW)
     text = (root / "topics" / "code.md").read_text()
-    assert "### Settings\n\n- Command output is plain text by default.\n\nAll settings go through" in text, text
+    assert (
+        "All settings go through the `settings` package.\n\n"
+        "- Command output is plain text by default.\n\n**Key files:**"
+    ) in text, text
     assert "- Log to stderr.\n- Log lines are plain text too.\n" in text  # the section's own list: joined
 
 

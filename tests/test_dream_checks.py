@@ -683,3 +683,18 @@ def test_the_skill_may_use_the_tools_it_tells_the_agent_to_use() -> None:
         assert needed in allowed, needed
     body = skill.read_text(encoding="utf-8")
     assert re.search(r"fresh[- ]context", body) and "dream verdicts" in body
+
+
+def test_dream_record_names_the_session_file_when_its_transcript_is_gone(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_server.dream.context import render_around
+    from memory_server.errors import NotFoundError
+
+    reference = ref("tooling", "no_make")
+    assert "mise" in render_around(root, reference)
+    monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(tmp_path / "emptied"))
+    with pytest.raises(NotFoundError, match=r"cannot be read any more.*sessions/\S+\.md:LINE"):
+        render_around(root, reference)
+    with pytest.raises(NotFoundError, match="no session of"):
+        render_around(root, "transcript:not-a-session:3")

@@ -61,10 +61,11 @@ CONTRAST_BEFORE = re.compile(r"\b(?:instead of|rather than|in place of)\b|(?:,|\
 # ... or what is taken away, up to the other side of "replace X with Y" / "from X to Y".
 AWAY_BEFORE = re.compile(
     r"\b(?:drop(?:ped|ping)?|remov(?:e|ed|ing)|delet(?:e|ed|ing)|get rid of|got rid of|replac(?:e|ed|ing)|"
-    r"(?:switch(?:ed|ing)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|went back) (?:away )?from)\b",
+    r"(?:switch(?:ed|ing|es)?|mov(?:e|ed|ing)|migrat(?:e|ed|ing|ion)|went back|transition(?:ed)?|change|renamed) "
+    r"(?:away )?from|formerly|previously|used to be|was called)(?=\W)|\((?:it|this|that) was\b",
     re.I,
 )
-AWAY_END = re.compile(r"\b(?:with|to|by|for|from|in favou?r of)\b")  # "removed X from Y": Y stays
+AWAY_END = re.compile(r"\b(?:with|to|by|for|from|on|in|at|in favou?r of)\b")  # "removed X from Y": Y stays
 # where a negation's reach ends: punctuation, "but", or a reason or time after it ("without a migration
 # because ...": the migration, not the reason)
 CLAUSE_END = re.compile(
@@ -194,7 +195,7 @@ def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
     """
     flags = re.findall(r"(?<![\w-])--[a-z][\w-]+", statement)
     names = list(dict.fromkeys([*(n for n in identifiers(statement) if len(n) > 2), *flags]))
-    parts = {p for n in names for p in re.split(r"[./:-]", n) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
+    parts = {p for n in names for p in re.split(r"[./:-]", _tail(n)) if len(p) >= 5 and p.casefold() not in STOP_WORDS}
     taken = {n.casefold() for n in names} | {p.casefold() for p in parts}
     words = [
         w for w in dict.fromkeys(content_words(statement)) if w not in DECIDING_WORDS and len(w) > 1 and w not in taken
@@ -205,6 +206,13 @@ def subject_terms(statement: str, quoted: str) -> tuple[list[str], int]:
 
 # A terminal colour code inside a word ("\x1b[31mred") hides the word from matching.
 TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _tail(name: str) -> str:
+    """A path's own part, its folder and file ("claudecode/types.go" of `cmd/entire/cli/agent/claudecode/types.go`):
+    the folders above name half the project."""
+    return "/".join(name.split("/")[-2:]) if name.count("/") > 1 else name
+
 
 SEGMENT = "~"  # marks a part of a name ("modernc" of `modernc.org/sqlite`): matched whole, in its own case
 
@@ -328,5 +336,6 @@ def polarity_terms(statement: str) -> list[str]:
 DECIDING_WORDS = frozenset(
     "always never use uses using used decided decide decision switch switched switching instead rather keep "
     "kept stay stayed stick going forward now should must need needs only prefer preferred avoid stop "
-    "don't dont not no longer replace replaced remove removed drop dropped".split()
+    "don't dont not no longer replace replaced remove removed drop dropped without never nothing nobody none "
+    "cannot against rather".split()
 )

@@ -10,11 +10,14 @@ question a bare answer answers included. Any session of the root can be shown, n
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from memory_server.dream.gate import DreamGate
+from memory_server.dream.auto_memory import auto_memory_records
 from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
 from memory_server.errors import NotFoundError
 from memory_server.files.root import MemoryRoot
+from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.text import as_data
 from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings, load_settings
@@ -23,17 +26,41 @@ TURN_CHARS = 1200
 
 
 def find_session(root: MemoryRoot, settings: Settings, source: str) -> SessionRecord:
-    """The record of the session a reference names (`transcript:<stem>` or a session file's path)."""
+    """The record of the session a reference names (`transcript:<stem>` or a session file's path), or of a file
+    of Claude Code's auto memory (`auto-memory:<file>`)."""
+    if source.startswith("auto-memory:"):
+        found = next((r for r in auto_memory_records(root, settings) if r.ref_base == source), None)
+        if found is None:
+            raise NotFoundError(f"{source!r} is not a file of Claude Code's auto memory for this project")
+        return found
     for rel in DreamGate(root, settings).session_files():
         if rel == source:
             return load_record(root, rel, settings)
         transcript = transcript_of(root, rel, settings)
         if transcript is not None and f"transcript:{transcript_id(transcript)}" == source:
             return load_record(root, rel, settings)
+    gone = _session_naming(root, settings, source)
+    if gone is not None:
+        raise NotFoundError(
+            f"the transcript {source!r} cannot be read any more (moved, deleted by Claude Code's clean-up, or outside "
+            f"the transcript folders); its session is read from {as_data(gone)}: cite it as {as_data(gone)}:LINE"
+        )
     raise NotFoundError(
         f"no session of {root.path} is {source!r}; give a reference the evidence pack or REPORT.md prints "
         "(transcript:<id>:LINE or sessions/...md:LINE)"
     )
+
+
+def _session_naming(root: MemoryRoot, settings: Settings, source: str) -> str | None:
+    """The session file whose front matter names the transcript `transcript:<stem>` (now unreadable)."""
+    stem = source.removeprefix("transcript:")
+    if stem == source:
+        return None
+    for rel in DreamGate(root, settings).session_files():
+        named = read_front_matter(root.path / rel).get("transcript")
+        if isinstance(named, str) and Path(named.strip()).stem == stem:
+            return rel
+    return None
 
 
 def _turn(t: Turn, mark: bool) -> list[str]:

@@ -1,7 +1,7 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
 - fact / decision: a list item (the statement) at the end of the target section's own text (before its
-  first sub-heading; directly under its heading when that text ends with a labelled list such as
+  first sub-heading; after its prose, before the paragraph that introduces a labelled list such as
   "**Key files:**", which the line must not join). With no section given or matched: a `## Updates` section
   at the end of the topic (created once), or the end of a topic that has no sections below its title;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
@@ -51,33 +51,38 @@ def _own_text(topic: TopicFile, heading: str) -> tuple[int, int] | None:
     return start, next((i for i, _lvl, _t in heads if i > start), len(topic.lines))
 
 
-def _labelled_list(topic: TopicFile, start: int, k: int) -> bool:
-    """Whether the section's own text (heading `start`, last non-blank line `k`) ends with a list that
-    something other than the heading introduces ("**Key files:**"): a new line must not join it."""
+def _labelled_list(topic: TopicFile, start: int, k: int) -> int | None:
+    """Where the paragraph that introduces the list the section's own text ends with starts, when something
+    other than the heading introduces it ("**Key files:**"): a new line must not join that list."""
     j = k
     while j > start and topic.lines[j].strip() and (LIST_ITEM.match(topic.lines[j]) or topic.lines[j][:1] in " \t"):
         j -= 1  # back over the list (items and their continuation lines)
     if j == k or not bool(LIST_ITEM.match(topic.lines[j + 1])):
-        return False  # the text does not end with a list
+        return None  # the text does not end with a list
     while j > start and not topic.lines[j].strip():
         j -= 1
-    return j > start  # some text stands between the heading and the list
+    if j <= start:
+        return None  # the heading introduces the list
+    while j - 1 > start and topic.lines[j - 1].strip():
+        j -= 1  # to the start of the label's paragraph
+    return j
 
 
 def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     """(index to insert at, whether the text before is a list, whether the line after is text).
 
     The end of the section's own text (before its first sub-heading), joining its list when the section's
-    own text is that list; directly under the heading when its text ends with a labelled list of something
-    else. Without a (known) heading: the end of the topic.
+    own text is that list; before the paragraph that introduces a labelled list of something else, so the
+    line follows the section's prose. Without a (known) heading: the end of the topic.
     """
     span = _own_text(topic, heading) if heading else None
     start, end = span if span is not None else (topic.body_start, len(topic.lines))
     k = end - 1
     while k > start and not topic.lines[k].strip():
         k -= 1
-    if span is not None and _labelled_list(topic, start, k):
-        return start + 1, False, start + 1 < len(topic.lines) and bool(topic.lines[start + 1].strip())
+    label = _labelled_list(topic, start, k) if span is not None else None
+    if label is not None:
+        return label, False, True
     j = k
     while j > start and topic.lines[j][:1] in (" ", "\t") and topic.lines[j].strip():
         j -= 1  # continuation lines of a list item
@@ -109,7 +114,8 @@ def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[st
         gap = [] if topic.lines and not topic.lines[-1].strip() else [eol]
         return _insert(topic, len(topic.lines), [*gap, f"## {UPDATES}{eol}", eol, *(i + eol for i in items)], keys)
     at, in_list, text_after = insertion_point(topic, heading)
-    block = ([] if in_list else [eol]) + [item + eol for item in items] + ([eol] if text_after else [])
+    blank_before = in_list or (0 < at <= len(topic.lines) and not topic.lines[at - 1].strip())
+    block = ([] if blank_before else [eol]) + [item + eol for item in items] + ([eol] if text_after else [])
     return _insert(topic, at, block, keys)
 
 

@@ -143,9 +143,9 @@ def _change_section(r: ReportInput, record: dict[str, Any], v: Verified) -> list
     item = v.item
     hunks = [h for h in r.hunks if h.n in record["hunks"]]
     out = [f"## Change {record['n']}: {shown(item.statement, 200)}", ""]
-    where = ", ".join(f"{h.n} (`{h.path}`)" for h in hunks)
+    where = ", ".join(f"#{h.n} (`{h.path}`)" for h in hunks)
     out += [
-        f"- Hunks: {where}",
+        f"- In proposal.diff: hunk{'s' if len(hunks) > 1 else ''} {where}",
         f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{shown(item.topic, 120)}`"
         + (f" § {shown(item.section, 80)}" if item.section else ""),
     ]

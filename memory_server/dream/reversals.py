@@ -91,15 +91,15 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
     or it flips the statement's terms (negates what the statement adopts, or the reverse) as the person's
     directive ("remove the X flag", "don't use X"), the person's report of a removal, or a commit's. (The
     agent's own account of a merge, "removed the duplicate X", flips nothing by itself.)"""
-    if REVERSAL.search(sentence) and classify(sentence) not in ("question", "what-if"):
-        return True
     if classify(sentence) in ("question", "what-if"):
         return False
     words = [t for t in terms if not _is_name_term(t)]
     named = mentions(sentence, [t for t in terms if _is_name_term(t)], 1)
     values = superseded(statement, sentence) and mentions(sentence, words, 1)  # "the 5s timeout" after "15 s"
     if not (named or values or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
-        return False  # a flip must be about the subject: a name, three of its words, or one they seldom use
+        return False  # about the subject: a name, three of its words, or one they seldom use ("type" is not enough)
+    if REVERSAL.search(sentence):
+        return True
     if not (_flips(statement, sentence, terms) or superseded(statement, sentence)):
         return False
     if turn.speaker == PERSON:
