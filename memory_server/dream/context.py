@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memory_server.dream.gate import DreamGate
 from memory_server.dream.auto_memory import auto_memory_records
+from memory_server.dream.gate import DreamGate
 from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
 from memory_server.errors import NotFoundError
 from memory_server.files.root import MemoryRoot
