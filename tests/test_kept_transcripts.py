@@ -329,3 +329,16 @@ def test_a_kept_copy_linked_from_outside_the_root_is_not_read(env: dict[str, Pat
             memory.read(f"transcript:{SID}")
     finally:
         memory.close()
+
+
+def test_another_transcript_of_the_same_name_is_never_appended_to_a_kept_copy(env: dict[str, Path]) -> None:
+    root, transcript = env["root"], env["transcript"]
+    compress_transcript(transcript, MemoryRoot(root))
+    kept = kept_of(root, transcript)
+    before = kept.read_bytes()
+    other = Script(SID, DAY + dt.timedelta(days=3))  # same file name, another session's records
+    for n in range(12):
+        other.user(f"Unrelated request number {n} in a copied folder.")
+    elsewhere = other.save(env["claude"] / "projects" / "-home-dev-other")
+    assert compress_transcript(elsewhere, MemoryRoot(root))
+    assert kept.read_bytes() == before

@@ -33,6 +33,8 @@ from memory_server.sessions.kept import (
     count_lines,
     ensure_gitignore,
     find_kept,
+    first_line,
+    line_identity,
     placement,
     safe_id,
 )
@@ -82,6 +84,8 @@ class Keeper:
                     f"its kept copy {root.relpath(self.existing)} is damaged past line {self.kept_lines}; it is "
                     "left as it is (move it aside to keep the transcript again)"
                 )
+        first = first_line(self.existing) if self.existing is not None and not self.refused else None
+        self._first = line_identity(first) if first else None  # checked against the transcript's line 1
         self.added = 0
         self.last_line = 0
         self._work: Path | None = None
@@ -96,18 +100,22 @@ class Keeper:
     def take(self, n: int, rec: object) -> None:
         """The parser's `on_record`: line `n`, clean; written when it is past what the kept copy holds."""
         self.last_line = n
-        if self.refused or n <= self.kept_lines:
+        if self.refused or (n <= self.kept_lines and not (n == 1 and self._first is not None)):
+            return
+        slim = without_bulk(rec) if isinstance(rec, dict) else None
+        line = b"\n" if rec is BLANK else dumps(slim) if isinstance(slim, dict) else NOT_KEPT_LINE
+        if n == 1 and self._first is not None and line_identity(line) != self._first:
+            self.refused = (
+                f"its kept copy {self.root.relpath(self.existing or self.root.path)} holds another transcript of the "
+                "same name (its first line differs); it is left as it is"
+            )
+            return
+        if n <= self.kept_lines:
             return
         if self._gz is None:
             self._start()
         assert self._gz is not None
-        slim = without_bulk(rec) if isinstance(rec, dict) else None
-        if rec is BLANK:
-            self._gz.write(b"\n")
-        elif isinstance(slim, dict):
-            self._gz.write(dumps(slim))
-        else:
-            self._gz.write(NOT_KEPT_LINE)
+        self._gz.write(line)
         self.added += 1
 
     def _start(self) -> None:

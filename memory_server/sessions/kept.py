@@ -23,6 +23,7 @@ damaged member (a copy cut short by something else), keeping the lines before it
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import os
 import re
@@ -136,6 +137,30 @@ def kept_lines(path: Path) -> Iterator[bytes]:
             yield from fh
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             log.warning("kept copy %s is damaged past this point (%s); read up to it", path, exc)
+
+
+def first_line(path: Path) -> bytes | None:
+    """The first line of a kept copy, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+            return fh.readline(1 << 20)
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
+def line_identity(line: bytes) -> str:
+    """What says which transcript a kept line came from, whatever redaction did to its text: the record's ids
+    and time (never redacted), else the line itself."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        rec = None
+    if isinstance(rec, dict):
+        keys = ("type", "uuid", "leafUuid", "sessionId", "timestamp")
+        found = [f"{k}={rec[k]}" for k in keys if isinstance(rec.get(k), str)]
+        if len(found) > 1:
+            return "|".join(found)
+    return line.decode("utf-8", "replace")
 
 
 def count_lines(path: Path) -> tuple[int, bool]:

@@ -139,7 +139,7 @@ def transcript_sources(root: MemoryRoot, settings: Settings) -> dict[str, Path]:
 
 
 def _title(virtual: str, source: Path | None = None) -> str:
-    kept = f" (read from {KEPT_NOTE})" if source is not None and is_kept_copy(source) else ""
+    kept = " (kept copy: Claude Code's transcript is gone)" if source is not None and is_kept_copy(source) else ""
     return f"transcript {virtual[len(PREFIX) :]}{kept}"
 
 
