@@ -48,9 +48,9 @@ def transcripts(quick: bool) -> list[Path]:
 
 
 def same_messages(a: Path, b: Path) -> bool:
-    def shape(p: Path) -> list[tuple[Any, ...]]:
+    def shape(p: Path) -> tuple[list[tuple[int, int, str, str]], int]:
         t = parse_transcript(p)
-        return [(m.line, m.end_line, m.role, m.search_text) for m in t.messages] + [t.line_count]
+        return [(m.line, m.end_line, m.role, m.search_text) for m in t.messages], t.line_count
 
     return shape(a) == shape(b)
 

@@ -79,8 +79,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     return {"root": root, "folder": folder, "claude": claude, "outside": outside}
 
 
-def snapshot(folder: Path) -> dict[str, tuple[float, str]]:
-    out = {}
+def snapshot(folder: Path) -> dict[str, tuple[int, str]]:
+    out: dict[str, tuple[int, str]] = {}
     for path in sorted(folder.rglob("*")):
         st = os.lstat(path)
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() and not path.is_symlink() else ""

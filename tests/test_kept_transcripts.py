@@ -227,7 +227,7 @@ def test_a_dream_verifies_transcript_lines_against_the_kept_copy(deleted: dict[s
     refused = propose(root, items_file(tmp_path, [good, wrong_line]), clock=lambda: NOW)
     assert refused.id is None and len(refused.refusals) == 1 and "item 2" in refused.refusals[0]
     result = propose(root, items_file(tmp_path, [good]), clock=lambda: NOW)
-    assert result.id is not None, (result.refusals, result.message)
+    assert result.id is not None and result.folder is not None, (result.refusals, result.message)
     report = (result.folder / "REPORT.md").read_text(encoding="utf-8")
     assert ref in report and "We use uv from now on" in report
     assert f"(read from the kept copy `sessions/transcripts/2026/{SID}.jsonl.gz`)" in report
