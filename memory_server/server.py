@@ -67,8 +67,7 @@ DESCRIPTIONS = {
     "search_memory": (
         'Search memory by meaning, for questions in your own words ("what did we decide about retries?"). '
         "Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file. "
-        "A topic hit (curated truth) wins over an auto_memory hit (the model's unreviewed notes), and that over a "
-        "session hit (a past session)."
+        "Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."
     ),
     "search_exact": (
         "Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is. "

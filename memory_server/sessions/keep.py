@@ -174,6 +174,7 @@ class Keeper:
         member, level = fit(self._work, max(room, 0), self._work)
         dest = self.existing or placement(self.root, self.id, _year(started, self.transcript))
         dest.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(dest.parent)  # litter from a keeping killed before its rename
         fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
         staged = Path(name)
         try:
