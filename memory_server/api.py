@@ -34,6 +34,8 @@ from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk
 from memory_server.search.hybrid import search_exact, search_hybrid
 from memory_server.search.query import Hit, validate
+from memory_server.sessions.keep import KeepReport
+from memory_server.sessions.keep_all import keep_transcripts
 from memory_server.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -333,3 +335,10 @@ class Memory:
     def status(self) -> dict[str, Any]:
         """Counts, index freshness, problem files, and what is running."""
         return self._keyword_guard(lambda: status.build_status(self))
+
+    # -- kept transcripts (sessions/keep_all.py) -------------------------------------------------
+
+    def keep_transcripts(self, *, lock_timeout: float = 60.0) -> KeepReport:
+        """Keep every transcript a compressed session names that is not kept to its end yet (a redacted,
+        compressed copy in sessions/transcripts/), before Claude Code's clean-up deletes it."""
+        return keep_transcripts(self.root, self.settings, lock_timeout=lock_timeout)

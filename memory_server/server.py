@@ -49,7 +49,7 @@ from memory_server.tool_results import (
 
 log = logging.getLogger(__name__)
 
-Layer = Literal["topic", "session", "transcript"]
+Layer = Literal["topic", "auto_memory", "session", "transcript"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 STOP_WAIT_SECONDS = 0.5  # at shutdown, background indexing gets this long to stop between two steps
@@ -58,7 +58,8 @@ LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path
 
 INSTRUCTIONS = (
     "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
-    "truth) > sessions (what happened in past sessions) > transcripts (raw, for arbitration only). "
+    "truth) > auto_memory (Claude Code's own notes, written by the model, unreviewed) > sessions (what happened "
+    "in past sessions) > transcripts (raw, for arbitration only). "
     "search_memory for questions in your own words, search_exact for literal strings, then read_memory on a "
     "hit's path and lines for more. Results are short on purpose: read only what you need."
 )
@@ -67,7 +68,7 @@ DESCRIPTIONS = {
     "search_memory": (
         'Search memory by meaning, for questions in your own words ("what did we decide about retries?"). '
         "Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file. "
-        "A topic hit (curated truth) wins over a session hit (a past session)."
+        "Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."
     ),
     "search_exact": (
         "Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is. "
@@ -87,7 +88,7 @@ DESCRIPTIONS = {
 
 Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
 K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
-Layers = Annotated[list[Layer] | None, Field(description="default: topic and session")]
+Layers = Annotated[list[Layer] | None, Field(description="default: topic, auto_memory and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_server.dream.gate import DreamGate
 from memory_server.errors import MemoryServerError, VectorStoreError
+from memory_server.evidence_status import auto_memory_status, kept_status
 from memory_server.parse.memory_md import check_memory_index, memory_index_notes
 from memory_server.parse.text import as_data
 from memory_server.sessions.pending import queued as queued_sessions
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from memory_server.api import Memory
 
 STATUS_LIST_LIMIT = 20  # memory_status lists at most this many problem files, unlisted topics, notes
+VIRTUAL_LAYERS = ("transcript", "auto_memory")  # files outside the root, under virtual paths
 
 
 def pending_files(memory: Memory, on_disk: dict[str, str] | None = None) -> list[str]:
@@ -34,7 +36,7 @@ def pending_files(memory: Memory, on_disk: dict[str, str] | None = None) -> list
             continue
         if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
             pending.append(rel)
-    pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer != "transcript")
+    pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer not in VIRTUAL_LAYERS)
     return sorted(pending)
 
 
@@ -100,6 +102,11 @@ def build_status(memory: Memory) -> dict[str, Any]:
         "notes": list(memory.indexer.notes) + pending_settings_notes(memory),
     }
     out["sessions_queue"] = queue_status(memory)
+    out["kept_transcripts"], kept_notes = kept_status(memory)
+    auto, auto_notes = auto_memory_status(memory)
+    if auto is not None:
+        out["auto_memory"] = auto
+    out["notes"] += kept_notes + auto_notes
     fired = budget_fired()
     if fired:
         out["notes"].append(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory_server.search.query import Hit
 
-Layer = Literal["topic", "session", "transcript"]
+Layer = Literal["topic", "auto_memory", "session", "transcript"]
 
 
 class SearchHit(BaseModel):
@@ -103,6 +103,39 @@ class SessionsQueue(BaseModel):
     how: str | None = None
 
 
+class AtRiskSession(BaseModel):
+    session: str
+    transcript: str
+    deleted_in_days: float
+    state: Literal["not kept", "kept in part"]
+
+
+class KeptTranscripts(BaseModel):
+    keep: bool
+    cleanup_period_days: int  # Claude Code's cleanupPeriodDays (its user settings; 30 by default)
+    cleanup_setting: str
+    transcripts: int  # named by the compressed sessions
+    kept: int
+    at_risk_count: int  # not kept yet, and Claude Code deletes them within transcripts.cleanup_warn_days
+    at_risk: list[AtRiskSession]
+    gone_count: int  # deleted before they were kept
+    gone: list[str]
+    over_budget: list[str]
+    how: str | None = None
+
+
+class AutoMemoryStatus(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    folder: str
+    how: str | None = None
+    written_by: str | None = None
+    files: int | None = None
+    past_limit_count: int | None = None  # MEMORY.md entries past what Claude Code loads (200 lines / 25,000 chars)
+    orphan_count: int | None = None  # files MEMORY.md does not point to
+    problem: str | None = None
+
+
 class DreamStatus(BaseModel):
     due: bool
     reason: str
@@ -124,6 +157,8 @@ class Status(BaseModel):
     problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
     sessions_queue: SessionsQueue | None = None
+    kept_transcripts: KeptTranscripts | None = None
+    auto_memory: AutoMemoryStatus | None = None
     dream: DreamStatus
     memory_index: dict[str, Any] | None = None
     config_error: str | None = None

@@ -9,7 +9,17 @@ from conftest import REPO
 from memory_server.parse.markdown import parse_document
 
 README = REPO / "README.md"
-DOCS = ("benchmarks", "settings", "guarantees", "dream", "sessions", "reference", "embeddings", "python-api")
+DOCS = (
+    "benchmarks",
+    "settings",
+    "guarantees",
+    "dream",
+    "sessions",
+    "evidence",
+    "reference",
+    "embeddings",
+    "python-api",
+)
 
 
 def readme() -> str:

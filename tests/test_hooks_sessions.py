@@ -144,3 +144,23 @@ def test_hook_input_as_claude_code_sends_it(transcript: Path, memroot: MemoryRoo
     raw = json.dumps(payload(transcript, reason="clear"))
     session_end(json.loads(raw), memroot)
     wait_for(lambda: len(session_files(memroot)) == 1, "the compressed session did not appear", memroot)
+
+
+def test_the_session_end_hook_stays_light(tmp_path: Path) -> None:
+    """Claude Code gives a SessionEnd hook about 1.5 s: the hook imports neither the settings' pydantic models
+    nor anything else heavy (keeping transcripts added an import of the settings once, and the hook was
+    killed before it started the compression job)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "root" / "topics").mkdir(parents=True)
+    heavy = ("memory_server.settings", "pydantic", "chromadb", "onnxruntime", "numpy")
+    code = (
+        "import sys; from memory_server.cli import main; main(['hook', 'session-end', '--root', sys.argv[1]]); "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    payload = json.dumps({"hook_event_name": "SessionEnd", "transcript_path": str(tmp_path / "missing.jsonl")})
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "root")], input=payload, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr

@@ -26,6 +26,7 @@ from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.paths import HardLinks
 from memory_server.files.reading import FileSkipped
 from memory_server.files.root import MemoryRoot, layer_of
+from memory_server.index.auto_memory_sync import AutoMemorySync
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
@@ -87,7 +88,7 @@ class IndexCancelled(Exception):
     """The index update was stopped (the server is shutting down); the next run resumes it."""
 
 
-class Indexer(IndexRepairs):
+class Indexer(IndexRepairs, AutoMemorySync):
     """The single writer of a root's indices. Safe to share between threads of one process."""
 
     def __init__(
@@ -200,6 +201,7 @@ class Indexer(IndexRepairs):
             self._transcripts = transcript_sources(self.root, self.settings)
             wanted = dict(self.root.memory_files())
             wanted.update({virtual: "transcript" for virtual in self._transcripts})
+            wanted.update(self._auto_memory_wanted())
             return wanted
         out: dict[str, str] = {}
         for rel in paths:
@@ -266,8 +268,8 @@ class Indexer(IndexRepairs):
         self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
     ) -> None:
         """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
-        if layer == "transcript":
-            self._sync_transcript(rel, old, report)
+        if layer in ("transcript", "auto_memory"):
+            self._sync_outside(rel, layer, old, report)
             return
         path = self.root.path / rel
         try:
@@ -320,6 +322,13 @@ class Indexer(IndexRepairs):
         )
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
+
+    def _sync_outside(self, virtual: str, layer: str, old: FileRecord | None, report: SyncReport) -> None:
+        """A file outside the root under a virtual path: a transcript (or its kept copy), or auto memory."""
+        if layer == "transcript":
+            self._sync_transcript(virtual, old, report)
+        elif not self._sync_auto_memory(virtual, old, report.added, report.updated):
+            report.unchanged += 1
 
     def _skip_unreadable(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, exc: OSError) -> None:
         why = f"cannot be read: {exc.strerror or exc}"

@@ -5,7 +5,8 @@ Ranking (every weight is a setting in `ranking:`):
 - context: the passages next to a strong candidate gain a share of its score;
 - session routing: candidates from the file that answers best rise together;
 - late interaction: the best candidates reranked token by token against the question (late.py);
-- precedence: a per-layer bonus, so on equal relevance a topic beats a session, a session a transcript;
+- precedence: a per-layer bonus, so on equal relevance a topic beats Claude Code's auto memory, that a session,
+  and a session a transcript;
 - recency inside a layer: part of a session's score decays with its age (topics never decay);
 - diversity: MMR against hits already chosen, a per-file quota, near-duplicates dropped.
 """
@@ -38,6 +39,7 @@ from memory_server.search.exact import (
 )
 from memory_server.search.late import TokenLookup, late_rerank
 from memory_server.search.query import (
+    EMBEDDED_LAYERS,
     LAYER_RANK,
     Hit,
     Query,
@@ -248,7 +250,7 @@ def route_by_file(scores: dict[str, float], chunks: dict[str, Chunk], ranking: R
 
 def _where(layers: Sequence[str], after: str | None, before: str | None) -> dict[str, Any] | None:
     clauses: list[dict[str, Any]] = []
-    if set(layers) != {"topic", "session"}:
+    if set(layers) != EMBEDDED_LAYERS:
         clauses.append({"layer": {"$in": list(layers)}})
     if after:
         clauses.append({"date_num": {"$gte": date_number(after)}})
@@ -262,7 +264,12 @@ def _where(layers: Sequence[str], after: str | None, before: str | None) -> dict
 
 
 def _adjust(score: float, chunk: Chunk, ranking: RankingSettings, today: dt.date) -> float:
-    bonus = {"topic": ranking.topic_bonus, "session": ranking.session_bonus, "transcript": ranking.transcript_bonus}
+    bonus = {
+        "topic": ranking.topic_bonus,
+        "auto_memory": ranking.auto_memory_bonus,
+        "session": ranking.session_bonus,
+        "transcript": ranking.transcript_bonus,
+    }
     if chunk.layer != "topic" and chunk.date and ranking.recency_weight:
         try:
             age = max(0, (today - dt.date.fromisoformat(chunk.date)).days)

@@ -16,9 +16,11 @@ from memory_server.errors import QueryError
 from memory_server.search.exact import clean_query
 from memory_server.settings import SearchSettings
 
-LAYERS = ("topic", "session", "transcript")
+# In precedence order: curated topics, Claude Code's auto memory (the model's own notes), sessions, transcripts.
+LAYERS = ("topic", "auto_memory", "session", "transcript")
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
-DEFAULT_LAYERS = ("topic", "session")
+DEFAULT_LAYERS = ("topic", "auto_memory", "session")
+EMBEDDED_LAYERS = frozenset(DEFAULT_LAYERS)  # transcripts are keyword-only
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
