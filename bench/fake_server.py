@@ -15,6 +15,7 @@ import logging
 import sys
 
 from memory_server.api import Memory
+from memory_server.process_memory import limit_arenas
 from memory_server.server import serve
 from memory_server.testing import FakeEmbedder
 
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="memory-server: %(levelname)s %(name)s: %(message)s"
     )
+    limit_arenas()  # as `memory-server serve` does, before the memory opens
     serve(Memory.open_lenient(args.root, embedder=FakeEmbedder()))
     return 0
 

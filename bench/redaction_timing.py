@@ -10,9 +10,11 @@ reports use); the ratio of the 100 KB time to the 10 KB time is printed per fami
 
     python bench/redaction_timing.py                 # every family (about 5 minutes on 2 cores)
     python bench/redaction_timing.py --quick         # the detectors and a tenth of the formats
+    python bench/redaction_timing.py --family commands   # one family (or those whose name has the text)
 
-Timing: CPU time of the process, best of `--repeat` runs for the 100 KB text and twice as many for the 10 KB
-one (the machine is shared), in one process; a ratio over 11 is measured again with three times the runs.
+Timing: CPU time of the process per call, best of `--repeat` samples of each size taken in turns (the
+machine is shared: a busy spell then slows both sizes, not one), each sample at least about 20 ms of calls
+in a row, in one process; a ratio over 11 is measured again with three times the samples.
 """
 
 from __future__ import annotations
@@ -65,20 +67,26 @@ def fill(unit: str, size: int) -> str:
     return (unit * (size // max(1, len(unit)) + 1))[:size]
 
 
-def timed(text: str, repeat: int) -> float:
-    """CPU seconds of this process (others on the machine change wall-clock time far more), best of `repeat`."""
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.process_time()
+def per_call(text: str, calls: int) -> float:
+    """CPU seconds of this process per `redact.clean(text)` (others on the machine change wall-clock time far
+    more), over `calls` calls in a row."""
+    started = time.process_time()
+    for _ in range(calls):
         redact.clean(text)
-        best = min(best, time.process_time() - started)
-    return best
+    return (time.process_time() - started) / calls
 
 
 def ratio_of(unit: str, repeat: int) -> tuple[float, float, float]:
-    small = timed(fill(unit, SMALL), repeat * 2)
-    large = timed(fill(unit, LARGE), repeat)
-    return small, large, large / max(small, 1e-6)
+    """Best 10 KB and best 100 KB time per call, measured in turns `repeat` times (a busy spell of the shared
+    machine then slows both sizes, not one of them). A sample is at least about 20 ms of calls in a row, so
+    the timer's grain and a moment's noise do not decide the ratio of texts checked in under a millisecond."""
+    small_text, large_text = fill(unit, SMALL), fill(unit, LARGE)
+    calls = max(1, min(100, round(0.02 / max(per_call(small_text, 1), 1e-5))))
+    small = large = float("inf")
+    for _ in range(repeat):
+        small = min(small, per_call(small_text, calls))
+        large = min(large, per_call(large_text, max(1, calls // 10)))
+    return small, large, large / max(small, 1e-9)
 
 
 def measure(family: str, units: list[str], repeat: int) -> dict[str, Any]:
@@ -97,12 +105,17 @@ def measure(family: str, units: list[str], repeat: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the detector families and every tenth format")
+    parser.add_argument("--family", metavar="TEXT", help="only the families whose name contains TEXT")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the 100 KB text; the best counts (default 3)")
     parser.add_argument("--json", type=Path, default=default_json_out("redaction_timing"))
     args = parser.parse_args(argv)
     families = list(DETECTOR_FAMILIES)
     formats = TOKEN_FORMATS[::10] if args.quick else TOKEN_FORMATS
     families += [(f"format: {label}", format_units(pattern)) for label, pattern, _glue in formats]
+    if args.family:
+        families = [(name, units) for name, units in families if args.family.lower() in name.lower()]
+        if not families:
+            parser.error(f"no family's name contains {args.family!r}")
     fired_before = redact.budget_fired()
     rows: list[dict[str, Any]] = []
     for i, (family, units) in enumerate(families, 1):

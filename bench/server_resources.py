@@ -6,7 +6,8 @@ varied questions and literals, with some read_memory, list_topics and memory_sta
 time, while the files change (a topic rewritten every `--edit-every` calls, one created and one deleted
 every 500). Every `--idle-every` calls the client is idle for `--idle-seconds` (longer than the 10 s after
 which the SDK's worker threads retire, so threads come and go as in a real session). At each checkpoint,
-after such an idle spell, it prints the server's RSS (VmRSS), its open file descriptors and its threads.
+after such an idle spell and one call (anyio retires idle workers when a call comes in), it prints the
+server's RSS (VmRSS), its open file descriptors and its threads.
 
 Goal: the same fd and thread counts at 5,000 and at 20,000 calls, and RSS growth between them under 5 %.
 
@@ -17,10 +18,12 @@ Goal: the same fd and thread counts at 5,000 and at 20,000 calls, and RSS growth
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +65,55 @@ def make_root(folder: Path, topics: int, seed: int) -> Path:
     return root
 
 
-def server_resources(pid: int | None) -> dict[str, int]:
+def server_resources(pid: int | None, root: Path | None = None) -> dict[str, Any]:
+    """RSS (and its anonymous and file-backed parts), open fds and threads of the server, with what they are:
+    threads by name (Python's are all `python`; Chroma's Rust core names its own, `sqlx-sqlite-wor` being one
+    per connection of its SQLite pool) and fds by what they point at; and the size of the Chroma store."""
     if pid is None:
         return {}
-    out = {"rss_bytes": proc_status(pid).get("VmRSS", 0)}
+    out: dict[str, Any] = {"rss_bytes": proc_status(pid).get("VmRSS", 0)}
     try:
-        out["fds"] = len(list(Path(f"/proc/{pid}/fd").iterdir()))
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Threads:"):
-                out["threads"] = int(line.split()[1])
+            key, _, value = line.partition(":")
+            if key == "Threads":
+                out["threads"] = int(value.split()[0])
+            elif key in ("RssAnon", "RssFile"):
+                out[key.lower().replace("rss", "rss_") + "_bytes"] = int(value.split()[0]) * 1024
+        fds = [_fd_kind(p, root) for p in Path(f"/proc/{pid}/fd").iterdir()]
+        out["fds"] = len(fds)
+        out["fds_by_target"] = dict(sorted(Counter(fds).items()))
+        names = [_comm(t) for t in Path(f"/proc/{pid}/task").iterdir()]
+        out["threads_by_name"] = dict(sorted(Counter(names).items()))
     except OSError:
         pass
+    if root is not None:
+        chroma = root / ".memory" / "chroma"
+        out["chroma_bytes"] = sum(p.stat().st_size for p in chroma.rglob("*") if p.is_file()) if chroma.is_dir() else 0
     return out
+
+
+def chroma_pool(sample: dict[str, Any]) -> int:
+    """Connections of Chroma's SQLite pool (its Rust core runs a thread per connection, named after sqlx)."""
+    return int(sample.get("threads_by_name", {}).get("sqlx-sqlite-wor", 0))
+
+
+def _fd_kind(fd: Path, root: Path | None) -> str:
+    try:
+        target = os.readlink(fd)
+    except OSError:
+        return "gone"
+    if root is not None and target.startswith(str(root)):
+        target = target[len(str(root)) + 1 :]
+        parts = target.split("/")
+        return "/".join(p if len(p) != 36 else "<segment>" for p in parts)  # Chroma's segment folders (uuids)
+    return target.split(":")[0] if ":" in target else target
+
+
+def _comm(task: Path) -> str:
+    try:
+        return (task / "comm").read_text().strip()
+    except OSError:
+        return "gone"
 
 
 def call_for(n: int, rng: random.Random, topics: int) -> tuple[str, dict[str, Any]]:
@@ -112,6 +152,13 @@ class Changer:
                 old.unlink()
 
 
+async def settle(server: Any) -> None:
+    """One call after an idle spell, then a moment's rest: the SDK (anyio) retires idle worker threads only
+    when a call comes in, so this leaves one worker, and a checkpoint reads the same state every time."""
+    await server.call("search_exact", {"query": "CODE_0001"})
+    await anyio.sleep(1.0)
+
+
 async def drive(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     rng = random.Random(args.seed)
     changer = Changer(root, args.topics, args.edit_every, args.seed)
@@ -119,7 +166,9 @@ async def drive(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     errors = 0
     async with mcp_server(root, fake=args.fake) as (server, _marks):
         await wait_until_idle(server, timeout=1800)
-        samples.append({"calls": 0, **server_resources(server.pid)})
+        await anyio.sleep(args.idle_seconds)
+        await settle(server)
+        samples.append({"calls": 0, **server_resources(server.pid, root)})
         n = 0
         started = time.monotonic()
         while n < args.searches:
@@ -144,8 +193,9 @@ async def drive(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 await anyio.sleep(args.idle_seconds)  # the SDK's idle worker threads retire
             if any(n - args.concurrency < c <= n for c in CHECKPOINTS if c <= args.searches):
                 await anyio.sleep(args.idle_seconds)
+                await settle(server)
                 samples.append(
-                    {"calls": n, "seconds": round(time.monotonic() - started), **server_resources(server.pid)}
+                    {"calls": n, "seconds": round(time.monotonic() - started), **server_resources(server.pid, root)}
                 )
                 log(f"{n} calls: {samples[-1]}")
     return {"samples": samples, "errors": errors}
@@ -168,23 +218,41 @@ def main(argv: list[str] | None = None) -> int:
         result = anyio.run(drive, args, root)
     samples = result["samples"]
     rows = [
-        (s["calls"], f"{s.get('rss_bytes', 0) / 2**20:.1f}", s.get("fds"), s.get("threads"), s.get("seconds", ""))
+        (
+            s["calls"],
+            f"{s.get('rss_bytes', 0) / 2**20:.1f}",
+            f"{s.get('rss_anon_bytes', 0) / 2**20:.1f}",
+            s.get("fds"),
+            s.get("threads"),
+            chroma_pool(s),
+            f"{s.get('chroma_bytes', 0) / 2**20:.1f}",
+            s.get("seconds", ""),
+        )
         for s in samples
     ]
-    print(format_table(("calls", "RSS MiB", "fds", "threads", "s"), rows, "Server resources"))
+    head = ("calls", "RSS MiB", "anon MiB", "fds", "threads", "Chroma pool", "Chroma MiB", "s")
+    print(format_table(head, rows, "Server resources"))
     by_calls = {s["calls"]: s for s in samples}
     verdict: dict[str, Any] = {"errors": result["errors"]}
     if 5_000 in by_calls and 20_000 in by_calls:
         a, b = by_calls[5_000], by_calls[20_000]
         growth = (b["rss_bytes"] - a["rss_bytes"]) / a["rss_bytes"]
+        own = {k: a.get(k, 0) - chroma_pool(a) for k in ("fds", "threads")}
+        own_b = {k: b.get(k, 0) - chroma_pool(b) for k in ("fds", "threads")}
         verdict.update(
             rss_growth_5k_to_20k=growth,
             fds_same=a.get("fds") == b.get("fds"),
             threads_same=a.get("threads") == b.get("threads"),
+            own_fds_same=own["fds"] == own_b["fds"],
+            own_threads_same=own["threads"] == own_b["threads"],
         )
         print(
             f"\n5,000 -> 20,000 calls: RSS {100 * growth:+.2f} % (goal < 5 %), fds {a.get('fds')} -> {b.get('fds')}, "
             f"threads {a.get('threads')} -> {b.get('threads')} (goal: the same)"
+        )
+        print(
+            f"without Chroma's SQLite pool (a thread and an fd per connection): fds {own['fds']} -> {own_b['fds']}, "
+            f"threads {own['threads']} -> {own_b['threads']}"
         )
     print(f"tool errors: {result['errors']}")
     write_json(

@@ -21,6 +21,7 @@ from memory_server.api import Memory
 from memory_server.errors import LockedError, MemoryServerError
 from memory_server.index.indexer import IndexCancelled
 from memory_server.index.watcher import Watcher
+from memory_server.process_memory import trim
 from memory_server.sessions.hooks import resume_pending
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class Background:
             self.passes += 1
             if report.changed or report.vectors_written:
                 log.info("index: %s", report.summary())
+                trim()  # what the pass read and freed goes back to the system (see process_memory.py)
             self._failed(None)
             return True
         except LockedError as exc:

@@ -34,6 +34,7 @@ from memory_server.api import Memory
 from memory_server.background import Background
 from memory_server.errors import ConfigError, MemoryServerError
 from memory_server.files.logs import LOG_DIR, rotate
+from memory_server.process_memory import limit_arenas
 from memory_server.settings import Settings, load_settings, settings_stamp
 from memory_server.stdio_guard import exit_now, exit_on_hangup, repair_stdin, serve_stdio, stop_on_signals
 from memory_server.tool_results import (
@@ -334,7 +335,8 @@ def log_to_file(path: Path) -> None:
 
 
 def serve(memory: Memory) -> None:
-    """Run the MCP server for an opened `memory` on stdio (benchmarks pass their own)."""
+    """Run the MCP server for an opened `memory` on stdio (benchmarks pass their own; they call
+    `process_memory.limit_arenas()` before opening it, as `serve_root` does)."""
     _run(build_server(memory), memory.indexer.cancel.set)
 
 
@@ -343,6 +345,7 @@ def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memor
     within two seconds of that even when a request is stuck (see stdio_guard.py). A root that cannot be
     served is logged on stderr here and reported by every tool."""
     logging.getLogger().setLevel(logging.INFO)
+    limit_arenas()  # before any thread starts (see process_memory.py)
     path = Path(root).expanduser()
     opened: list[Memory] = []
 

@@ -125,6 +125,8 @@ def build_status(memory: Memory) -> dict[str, Any]:
         items = index_report.get(key) or []
         index_report[key.split("_")[0] + "_count"] = len(items)
         index_report[key] = items[:STATUS_LIST_LIMIT]
+    index_report["unlisted_topics"] = [as_data(p) for p in index_report["unlisted_topics"]]
+    index_report["broken_links"] = [{**b, "target": as_data(b["target"])} for b in index_report["broken_links"]]
     out["notes"] = [as_data(n) for n in out["notes"]]
     if len(out["notes"]) > STATUS_LIST_LIMIT:
         more = len(out["notes"]) - STATUS_LIST_LIMIT

@@ -220,6 +220,34 @@ def _make_root(tmp_path: Path) -> Path:
     return root
 
 
+def test_redaction_timing_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "timing.json"
+    _run("redaction_timing.py", "--family", "old backtrackers", "--repeat", "1", "--json", str(out))
+    result = _load(out)
+    [family] = result["families"]
+    assert family["family"] == "old backtrackers" and family["large_s"] > family["small_s"] > 0
+    assert result["worst_ratio"] == family["ratio"] and result["budget_fired"] == 0
+
+
+def test_redaction_corpus_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "corpus.json"
+    _run("redaction_corpus.py", "--direct", "--json", str(out))
+    result = _load(out)
+    leaks, fp = result["leaks"], result["false_positives"]
+    assert result["gitleaks_rules"] >= 210 and leaks["placements"] == 18 * result["samples_per_draw"]
+    assert 0 <= leaks["leak_rate"] < 1 and fp["hash_like_lines"] > 300 and fp["code_lines"] > 20_000
+
+
+def test_server_resources_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "resources.json"
+    args = ("--fake", "--searches", "12", "--topics", "5", "--idle-every", "8", "--idle-seconds", "0.2")
+    _run("server_resources.py", *args, "--json", str(out))
+    result = _load(out)
+    assert result["errors"] == 0
+    [start] = result["samples"]  # no checkpoint within 12 calls: the state before the first one
+    assert start["calls"] == 0 and start["rss_bytes"] > 0 and start["fds"] > 3 and start["threads"] > 1
+
+
 def test_kept_size_smoke(tmp_path: Path) -> None:
     require_shared(SHARED / "transcripts")
     out = tmp_path / "kept.json"

@@ -252,7 +252,7 @@ def test_index_shows_each_stage_from_the_start_on_a_terminal_only(root: Path):
 def test_ctrl_c_during_index_says_what_was_kept(root: Path):
     """Ctrl-C while `index` embeds: it stops, says what it kept (committed files, stored vectors, cached
     embeddings) and how to go on, and exits 130; the next run embeds only what was not cached."""
-    for i in range(50):
+    for i in range(150):  # enough chunks that the interrupt lands while embedding, even on a loaded machine
         body = "\n\n".join(
             f"Paragraph {j} of note {i}: belts, gears and pulleys number {i * 10 + j}." for j in range(4)
         )

@@ -24,6 +24,7 @@ from test_dream import NOW, dream, make_root
 from memory_server import Memory, cli
 from memory_server.dream.review import apply_proposal
 from memory_server.files.crashpoints import ENV as CRASH_ENV
+from memory_server.files.crashpoints import PAUSE_ENV
 from memory_server.files.root import MemoryRoot, layer_of
 from memory_server.files.scaffold import init_root
 from memory_server.parse.frontmatter import read_front_matter
@@ -189,6 +190,54 @@ def test_a_file_edited_after_the_kill_is_left_alone_and_named(tmp_path: Path) ->
     assert again.returncode == 0, again.stderr
     show = run(root, "dream", "show", pid)
     assert show.returncode == 0 and f"{second} changed since proposal {pid}" in show.stdout
+
+
+def _stopped(pid: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, "the apply never reached its pause point"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("save", ["in place", "by rename"])
+def test_a_save_that_lands_between_the_check_and_the_rename_is_kept(tmp_path: Path, save: str) -> None:
+    """An editor takes no lock: a person's save can land after `dream apply` checked the file and before it
+    renames its version into place. Here it lands exactly there (the apply is paused after its last check,
+    with its journal written): the person's version stays, nothing of the apply remains, and it says so."""
+    root = scripted_root(tmp_path / "live", "plain")
+    pid, expected, _reference_meta = proposal(root, tmp_path)
+    target = sorted(expected)[-1]
+    env = {**os.environ, "PYTHONPATH": SRC, PAUSE_ENV: "dream-apply-after-journal"}
+    env.pop(CRASH_ENV, None)
+    apply = subprocess.Popen(
+        [sys.executable, "-m", "memory_server", "dream", "apply", pid, "--root", str(root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _stopped(apply.pid)
+        before = {rel: (root / rel).read_bytes() for rel in expected}
+        saved = (root / target).read_text(encoding="utf-8") + "- A line the person saved during the apply.\n"
+        if save == "in place":
+            with open(root / target, "r+", encoding="utf-8") as fh:
+                fh.write(saved)
+        else:  # as editors that write a copy and rename it over the file do
+            (root / "topics" / ".saving.tmp").write_text(saved, encoding="utf-8")
+            os.replace(root / "topics" / ".saving.tmp", root / target)
+    finally:
+        os.kill(apply.pid, signal.SIGCONT)
+    out, err = apply.communicate(timeout=120)
+    assert apply.returncode == 2, (out, err)
+    assert f"{target} was saved by someone while the proposal was being applied" in err
+    assert (root / target).read_text(encoding="utf-8") == saved  # the person's save, whole
+    assert {rel: (root / rel).read_bytes() for rel in expected if rel != target} == {
+        rel: data for rel, data in before.items() if rel != target
+    }  # nothing of the apply remains in the other files either
+    meta = meta_of(root, pid)
+    assert meta["status"] == "pending" and {h["status"] for h in meta["hunks"]} == {"pending"}
+    assert not (root / "dreams" / pid / "apply-journal.json").exists() and temp_files(root) == []
 
 
 def test_an_interrupted_reject_is_recorded_in_the_proposal_and_the_state_together(tmp_path: Path) -> None:

@@ -701,3 +701,39 @@ def test_dream_record_names_the_session_file_when_its_transcript_is_gone(
         render_around(root, reference)
     with pytest.raises(NotFoundError, match="no session of"):
         render_around(root, "transcript:not-a-session:3")
+
+
+def test_words_that_bring_something_back_take_back_only_a_removal() -> None:
+    from memory_server.dream.reversals import says_back
+
+    kept = "The aliases in config.go exist to avoid shadowing the settings package."
+    removed = "The aliases in config.go are dead code and were removed."
+    needed = "The re-exports are actually needed: local variables named settings shadow the package."
+    assert not says_back(needed, kept)
+    assert says_back(needed, removed)
+    assert says_back("Put the aliases back in config.go.", removed)
+    assert says_back("Revert the alias change in config.go.", kept)
+
+
+def test_what_the_persons_own_message_does_to_an_adopted_reading() -> None:
+    from memory_server.dream.stance import stance_problem
+
+    def problem(own: str, context: str, statement: str, decision: bool = True) -> str | None:
+        return stance_problem([(own, context)], False, decision, statement, rests=[context])
+
+    taken_back = "Switch the email templates to pongo2. Actually no, forget pongo2, stay on html/template."
+    assert "takes it back" in str(problem("Switch the email templates to pongo2.", taken_back, "Templates use pongo2."))
+    assert problem("Switch the email templates to pongo2.", "Switch the email templates to pongo2.", "x") is None
+    condition = "if the benchmark shows zstd beats gzip, switch the archive to zstd"
+    assert "condition" in str(problem(condition, condition, "The archive is compressed with zstd."))
+    assert problem(condition, condition, "If zstd beats gzip in the benchmark, the archive uses zstd.") is None
+    assert "puts it off" in str(problem("yes, after the release", "yes, after the release", "Use typer."))
+    assert problem("yes, do it", "yes, do it", "Use typer.") is None
+    belief = "I think the flaky TestSendBatch comes from the shared tmp dir"
+    assert "believes" in str(problem(belief, belief, "TestSendBatch is flaky because of the tmp dir.", False))
+
+
+def test_a_statement_with_look_alike_letters_or_struck_text_is_refused(root: Path) -> None:
+    for statement in ("Do n\u043et switch the task runner to make.", "Do ~~not~~ switch the task runner to make."):
+        result = submit(root, [item(statement, (ref("tooling", "no_make"), "No, don't switch to make."))])
+        assert result.id is None and any("retype" in r or "markup" in r for r in result.refusals), result.refusals

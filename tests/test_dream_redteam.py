@@ -2,7 +2,11 @@
 state of its scenario's root. The frozen set (`items.jsonl`): at most 10 % of the wrong items may be accepted and
 at most 8 % of the true ones refused. The first attack round (`attack-1.jsonl`, written against the verifier with
 its code in hand; the verifier was then fixed for what the record can decide): at most 20 % accepted (what is
-left needs a reader: a lesson's meaning, a diagnosis refuted later) and 10 % refused. The failure message lists
+left needs a reader: a lesson's meaning, a diagnosis refuted later) and 10 % refused. The second round
+(`attack-2.jsonl`, against the verifier after the first): mostly meaning only a reader can judge (a flipped
+order, a pasted claim, a guess, a number said of something else), so the program alone still accepts most of its
+wrong items; the bars keep what it does catch (at most 72 % accepted, 15 % refused) and the second reading does
+the rest (docs/dream.md). The failure message lists
 every entry on the wrong side, with the program's reason."""
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from redteam_harness import SET, Outcome, Scenario, Tally, build_scenario, check
 ENTIRE = SHARED_TRANSCRIPTS / "entire"
 WRONG_ACCEPTED, TRUE_REFUSED = 0.10, 0.08
 ATTACK_WRONG_ACCEPTED, ATTACK_TRUE_REFUSED = 0.20, 0.10
+SECOND_ATTACK_WRONG_ACCEPTED, SECOND_ATTACK_TRUE_REFUSED = 0.72, 0.15
 
 
 def _outcomes(entries: list[dict[str, object]], base: Path) -> list[tuple[dict[str, object], Outcome]]:
@@ -30,6 +35,11 @@ def _outcomes(entries: list[dict[str, object]], base: Path) -> list[tuple[dict[s
 @pytest.fixture(scope="module")
 def attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
     return _outcomes(load_entries(SET / "attack-1.jsonl"), tmp_path_factory.mktemp("attack"))
+
+
+@pytest.fixture(scope="module")
+def second_attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
+    return _outcomes(load_entries(SET / "attack-2.jsonl"), tmp_path_factory.mktemp("attack-2"))
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +75,17 @@ def test_the_first_attack_round_stays_caught(attack_outcomes: list[tuple[dict[st
     listing = "\n".join(wrong_side)
     assert accepted <= ATTACK_WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
     assert refused <= ATTACK_TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+
+
+def test_the_second_attack_round_keeps_what_the_program_catches(
+    second_attack_outcomes: list[tuple[dict[str, object], Outcome]],
+) -> None:
+    tally, wrong_side = _rates(second_attack_outcomes)
+    assert tally.wrong >= 40 and tally.true >= 20, "the second round is smaller than it should be"
+    accepted, refused = tally.rates()
+    listing = "\n".join(wrong_side)
+    assert accepted <= SECOND_ATTACK_WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} accepted:\n{listing}"
+    assert refused <= SECOND_ATTACK_TRUE_REFUSED, f"{tally.true_refused}/{tally.true} refused:\n{listing}"
 
 
 def test_every_class_of_attack_is_in_the_set() -> None:

@@ -118,6 +118,20 @@ def test_a_long_crafted_query_is_answered(root: Path) -> None:
     assert b"hunter2x" not in logged
 
 
+def test_a_base64_blob_longer_than_any_cap_is_redacted_whole() -> None:
+    """A `.dockerconfigjson` with many registries runs past 20,000 base64 characters: read to its end (a capped
+    pattern left the whole blob in the text)."""
+    import base64
+
+    auths = {
+        f"registry{i}.example.com": {"auth": base64.b64encode(f"ci:pw{i}Xq93kd".encode()).decode()} for i in range(600)
+    }
+    blob = base64.b64encode(json.dumps({"auths": auths}).encode()).decode()
+    assert len(blob) > 40_000 and blob.startswith("eyJhdXRocyI6")
+    out = redact.redact_secrets(f"data:\n  .dockerconfigjson: {blob}\n")
+    assert "[REDACTED]" in out and blob[:40] not in out and blob[-40:].rstrip("=") not in out
+
+
 # -- a stray <private> ---------------------------------------------------------------------------------------
 
 

@@ -1,13 +1,18 @@
 """One owner per resource: a SQLite connection per thread, closed when its thread ends; one background worker
-that keeps failed work pending and backs off, without a timer per retry."""
+that keeps failed work pending and backs off, without a timer per retry; a server's heap kept to two malloc
+arenas, however many threads come and go."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
 
+import pytest
 from filelock import FileLock
 
 from memory_server import Memory
@@ -71,3 +76,44 @@ def test_failed_work_stays_pending_and_backs_off_without_timers(root: Path) -> N
     finally:
         worker.stop()
         memory.close()
+
+
+ARENAS_CHILD = """
+import ctypes, sys, threading
+from memory_server.process_memory import limit_arenas
+if sys.argv[1] == "capped":
+    assert limit_arenas()
+gate = threading.Barrier(8)
+
+def work():  # eight threads allocating at the same moment: glibc would give each an arena of its own
+    gate.wait()
+    held = [bytearray(2000) for _ in range(2000)]
+    gate.wait()
+    del held
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena n:" block per arena, on stderr
+"""
+
+
+def _arenas(mode: str) -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(ARENAS_CHILD), mode], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return sum(line.startswith("Arena ") for line in proc.stderr.splitlines())
+
+
+def test_the_server_heap_keeps_to_two_arenas() -> None:
+    """What `memory-server serve` does first (process_memory.limit_arenas): threads that come and go share
+    two arenas, so freed memory does not pile up in one arena per thread (bench/server_resources.py)."""
+    from memory_server.process_memory import _glibc
+
+    if _glibc() is None:
+        pytest.skip("malloc arenas are glibc's; this C library has none to cap")
+    assert _arenas("capped") == 2
+    assert _arenas("uncapped") > 2  # what the cap prevents

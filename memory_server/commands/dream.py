@@ -54,7 +54,7 @@ hunks_option = click.option("--hunks", metavar="N,M", callback=_numbers, help="o
     "status: is a dream due and why; gather: the evidence pack of the sessions no dream has read; propose "
     "ITEMS.json: verify the agent's items against it and render the proposal; run: a pass without an agent "
     "(repeated errors, knowledge gaps, stale topics); show [ID]: the proposal and its report; apply [ID] "
-    "[--hunks N,M]: apply it (all or nothing); reject [ID] [--hunks N,M]: reject it (remembered, not proposed "
+    "[--changes N,M]: apply it (all or nothing); reject [ID] [--changes N,M]: reject it (remembered, not proposed "
     "again). ID defaults to the newest proposal with hunks to review.",
     short_help="the /dream consolidation pass and its review",
 )

@@ -53,7 +53,7 @@ NOT_BEFORE = re.compile(
     r"\b(?:not|never|no|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|shouldn't|should not|"
     r"mustn't|must not|can't|cannot|without|avoid(?:ing|ed)?|stop(?:ped)? using|instead of|rather than|"
     r"no longer|no more|(?:decided|voted|argued|is|are|am|was|were) against|nobody|no one|nothing|banned|"
-    r"forbidden|disallowed|prohibited)\b",
+    r"forbidden|disallowed|prohibited|(?<!n't )(?<!not )forget(?! to\b)|ditch(?:ed)?)\b",
     re.I,
 )
 # The negations that only set something aside ("Y instead of X", "Y, not X", "(not X)"): X need only be named.
@@ -73,6 +73,9 @@ CLAUSE_END = re.compile(
     r"while|which)\b"
 )
 CLAUSE = re.compile(r"[;:.!?](?=\s|$)|\s[—–]\s|\bbut\b|\bhowever\b", re.I)
+# "don't want a test run to depend on X": the wish is negated, and what it is about starts at its verb (the
+# run is not turned down; depending on X is)
+WISH_OBJECT = re.compile(r"\s*(?:want|wants|need|needs|like|expect)\s+(?:\w+\s+){1,5}?to\s+(?=\w)")
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,9 @@ def contrasted_terms(statement: str, terms: Iterable[str]) -> set[str]:
 CODE_NEGATION = re.compile(r"\b(?:if not exists|is not null|not null|is not none|is not nil)\b|!=\s*\w+", re.I)
 
 
+DONT_FORGET = re.compile(r"\b(?:don'?t|do not|never) forget to\b", re.I)
+
+
 def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
     """The `terms` a sentence puts under a negation in their clause ("not X", "never use X", "instead of X",
     "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
@@ -283,6 +289,7 @@ def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
     out: set[str] = set()
     prose = BACKTICKED.sub(lambda m: NOT_BEFORE.sub("_", m.group(0)), sentence)  # code's own NOT is no negation
     prose = CODE_NEGATION.sub("_", prose)
+    prose = DONT_FORGET.sub("remember to", prose)  # "don't forget to run X" asks for X
     folded = fold(TAKE_OUT.sub(r"remove \2", prose))  # "take the sleep out": the sleep is removed
     for t in terms:  # each clause with its own parity: "drop --push; nobody should push" negates push
         for clause in CLAUSE.split(folded):
@@ -311,8 +318,10 @@ def _negated_spans(clause: str) -> list[tuple[int, int]]:
     spans = [(0, _subject_end(clause, m.start())) for m in PASSIVE_AWAY.finditer(clause)]
     for pattern, stop in ((NOT_BEFORE, None), (AWAY_BEFORE, AWAY_END)):
         for m in pattern.finditer(clause):
-            ends = [e.start() for e in (CLAUSE_END.search(clause, m.end()), stop and stop.search(clause, m.end())) if e]
-            spans.append((m.end(), min(ends, default=len(clause))))
+            wish = WISH_OBJECT.match(clause, m.end()) if stop is None else None
+            begin = wish.end() if wish else m.end()
+            ends = [e.start() for e in (CLAUSE_END.search(clause, begin), stop and stop.search(clause, begin)) if e]
+            spans.append((begin, min(ends, default=len(clause))))
     return spans
 
 

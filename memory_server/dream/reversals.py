@@ -98,7 +98,7 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
     values = superseded(statement, sentence) and mentions(sentence, words, 1)  # "the 5s timeout" after "15 s"
     if not (named or values or mentions(sentence, words, min(3, len(words))) or _rare_hit(sentence, rare)):
         return False  # about the subject: a name, three of its words, or one they seldom use ("type" is not enough)
-    if REVERSAL.search(sentence):
+    if _backs_subject(sentence, statement, terms, rare):
         return True
     if not (_flips(statement, sentence, terms) or superseded(statement, sentence)):
         return False
@@ -106,6 +106,28 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
         return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
     # a commit that removes it or sets another value ("registry: 5s timeout"); "it never reaches X" decides nothing
     return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence) or superseded(statement, sentence))
+
+
+PART_BREAK = re.compile(r"[,;:]\s|\s[—–-]\s|\bbut\b|\bhowever\b|\bwhile\b", re.I)
+PRONOUN = re.compile(r"\b(?:it|that|this|them|those|these)\b", re.I)
+BACK_TO = re.compile(r"\bback to\b|\b(?:go|went|going|switch(?:ed)?|changed my mind|on second thought)\b", re.I)
+
+
+def _backs_subject(sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
+    """Words that take something back, in a part of the sentence about the subject, pointing at it ("revert
+    it") or going back to what was before ("let's go back to Y"): "revert the log level bump, but slog stays"
+    takes back the bump, not slog."""
+    parts = [p for p in PART_BREAK.split(sentence) if p.strip()]
+    if len(parts) < 2:
+        return says_back(sentence, statement)
+    words = [t for t in terms if not _is_name_term(t)]
+    for part in parts:
+        if not says_back(part, statement):
+            continue
+        about = mentions(part, [t for t in terms if _is_name_term(t)], 1) or mentions(part, words, min(2, len(words)))
+        if about or _rare_hit(part, rare) or PRONOUN.search(part) or BACK_TO.search(part):
+            return True  # "let's go back to Y, ...": away from the subject the sentence names
+    return False
 
 
 def _flips(statement: str, sentence: str, terms: list[str]) -> bool:
@@ -149,9 +171,27 @@ def _is_name_term(term: str) -> bool:
     return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.startswith(("~", "-")) or term.isupper()
 
 
-def _agrees_to_take_back(turn: Turn, asked: str) -> bool:
+# words that bring something back: they take back a removal, and confirm a statement that removes nothing
+RESTORE = re.compile(r"put\b.*\bback|(?:is|are|was|were) actually needed|restor(?:e|ed|ing)", re.I)
+REMOVAL_CLAIM = re.compile(
+    r"\b(?:not needed|unneeded|unnecessary|unused|dead|removed?|removes|removing|deleted?|deletes|deleting|"
+    r"drop(?:ped|s)?|no longer|replaced?|replaces|instead of|rather than|in favou?r of|obsolete|retired?)\b",
+    re.I,
+)
+
+
+def says_back(sentence: str, statement: str) -> bool:
+    """Words that take something back ("revert", "switch back"); "put X back" and "X is actually needed"
+    only when the statement removes something (they undo a removal, and confirm what is kept)."""
+    found = [m.group(0) for m in REVERSAL.finditer(sentence)]
+    if not found:
+        return False
+    return not all(RESTORE.fullmatch(w) for w in found) or bool(REMOVAL_CLAIM.search(statement))
+
+
+def _agrees_to_take_back(turn: Turn, asked: str, statement: str) -> bool:
     """The person's yes to the agent's offer to take it back ("Want me to revert X?" - "yes")."""
-    return classify(turn.text) != "declined" and bool(REVERSAL.search(asked))
+    return classify(turn.text) != "declined" and says_back(asked, statement)
 
 
 def later_mentions(
@@ -212,13 +252,20 @@ def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool, se
         back = next((s for s in sentences if _answers_back(s, statement)), None)  # "set it to 10 seconds"
         hits = [back] if back else []
     if back is None and named_here and turn.speaker == PERSON:  # "X was slow. Let's go back to Y.": one message
-        back = next((s for s in sentences if REVERSAL.search(s) and classify(s) not in ("question", "what-if")), None)
+        back = next(
+            (
+                s
+                for s in sentences
+                if _backs_subject(s, statement, out.terms, out.rare) and classify(s) not in ("question", "what-if")
+            ),
+            None,
+        )
     shown = back or (hits[0] if hits else None)
     if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):
         parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, out.terms, need)]
         asked = parts[-1] if parts else turn.asked.strip()
         shown = f"{turn.text.strip()} (answering: {asked})"
-        back = shown if _agrees_to_take_back(turn, asked) else None
+        back = shown if _agrees_to_take_back(turn, asked, statement) else None
     if shown is None:
         return
     weight = sum(mentions(shown, [t], 1) for t in out.terms)

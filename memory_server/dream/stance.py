@@ -66,6 +66,7 @@ REVERSAL = re.compile(
     r"close it|closed it|switch(?:ed)? back|go back to|went back to|going back to|back out|backed out|"
     r"put (?:it |that |this |them |the )?(?:[\w`'.-]+ ){0,3}back\b|"
     r"scrap(?:ped)?|never ?mind|not needed after all|(?:is|are|was|were) actually needed|changed my mind|"
+    r"ditch(?:ed|ing)?|unpin(?:ned|ning)?|forget (?:it|that|about it)|scratch that|restor(?:e|ed|ing)|"
     r"on second thought)\b",
     re.I,
 )
@@ -129,12 +130,64 @@ def _kind_of_run(run: str) -> str:
     return next((k for k in kinds if k in ("declined", "considered")), "statement")
 
 
-def stance_problem(sentences: list[tuple[str, str]], negative: bool, decision: bool = True) -> str | None:
+# Later in the same message: the person takes back what they just said ("Switch to pongo2. Actually no, forget
+# pongo2"), before anyone acted on it.
+SAME_MESSAGE_BACK = re.compile(
+    r"\b(?:actually,? no|no,? wait|wait,? no|on second thought|scratch that|never ?mind|(?<!n't )(?<!not )"
+    r"forget (?!to\b)\w+)\b",
+    re.I,
+)
+# A condition the words hang on ("if the benchmark shows zstd wins, switch to zstd").
+CONDITION = re.compile(r"^\W*(?:if|once|assuming|provided|unless)\b", re.I)
+CONDITIONAL = re.compile(r"\b(?:if|once|assuming|provided|unless|when|after|until|later|first)\b", re.I)
+# A yes that puts it off ("yes, after the release", "sure, but let me check the plan first").
+DEFERRED = re.compile(
+    r"^\W*(?:yes|yeah|yep|sure|ok|okay|fine|sounds good|maybe)\b\W*(?:but\b|after\b|once\b|later\b|when\b|"
+    r"not (?:yet|now)\b|let me\b|wait\b|first\b|in a\b|next\b)",
+    re.I,
+)
+# What the person believes, not what they found: support for a fact only with something that shows it.
+BELIEF = re.compile(r"^\W*(?:i think|i believe|i feel|i'?d say|my guess|probably|likely|i suspect|i guess)\b", re.I)
+
+
+def _rest_of(own: str, context: str) -> str:
+    at = context.find(own)
+    return context[at + len(own) :] if at >= 0 else ""
+
+
+def _said_with(own: str, context: str, negative: bool, statement: str) -> str | None:
+    """What the rest of the person's message (`context`: the sentence and all after it in the turn), or the
+    sentence itself, does to an "adopted" reading."""
+    if negative:
+        return None
+    back = SAME_MESSAGE_BACK.search(_rest_of(own, context))
+    if back:
+        return f"the same message takes it back ({back.group(0)!r}): {context[:200]!r}"
+    if CONDITION.match(own) and not CONDITIONAL.search(statement):
+        return f"the words hang on a condition the statement leaves out: {own[:200]!r}"
+    if DEFERRED.match(own) and not CONDITIONAL.search(statement):
+        return f"the answer puts it off: {own[:200]!r}; it was not adopted then"
+    return None
+
+
+def stance_problem(
+    sentences: list[tuple[str, str]],
+    negative: bool,
+    decision: bool = True,
+    statement: str = "",
+    rests: list[str | None] | None = None,
+) -> str | None:
     """Why quoted sentences cannot back an "adopted" statement, or None. Each is (its own sentence, that
     sentence with what follows it in its turn): the sentence says whether it asks or declines; what follows
     says whether it was only considered ("We looked at make. We'll keep mise."). A `negative` statement
     ("Do not ...") may rest on a refusal."""
     kinds = [(own, _kind_of_run(own), classify(context)) for own, context in sentences]
+    for (own, _context), rest in zip(sentences, rests or [None] * len(sentences), strict=True):
+        problem = _said_with(own, rest, negative, statement) if rest is not None else None
+        if problem:
+            return problem
+    if not decision and kinds and all(BELIEF.match(own) or k in ("question", "what-if") for own, k, _l in kinds):
+        return f"the evidence is what someone believes ({kinds[0][0][:200]!r}); cite what showed it"
     for own, _kind, later in kinds:
         if later == "considered" and not negative:
             return f'the evidence says it was considered but not taken up: {own[:200]!r}; use stance "rejected"'

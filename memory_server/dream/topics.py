@@ -18,6 +18,7 @@ import numpy as np
 
 from memory_server.dream.recall import content_words
 from memory_server.errors import MemoryServerError
+from memory_server.files.paths import HardLinks
 from memory_server.files.reading import sha256_bytes
 from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
 from memory_server.index.embedder import Embedder
@@ -91,12 +92,14 @@ def load_topic(path: str, raw: bytes, mtime: float) -> TopicFile | None:
 
 
 def load_topics(root: MemoryRoot) -> tuple[dict[str, TopicFile], TopicFile | None]:
-    """Every readable topic file (not through a symlink), and MEMORY.md apart."""
+    """Every readable topic file (not through a symlink, nor a hard link with a name outside the root, as for
+    indexing), and MEMORY.md apart."""
     topics: dict[str, TopicFile] = {}
     memory_md = None
+    links = HardLinks(root.path)
     for rel, layer in root.memory_files():
         path = root.path / rel
-        if layer != "topic" or path.is_symlink():
+        if layer != "topic" or path.is_symlink() or not links.all_inside(path.stat()):
             continue
         topic = load_topic(rel, path.read_bytes(), path.stat().st_mtime)
         if topic is None:

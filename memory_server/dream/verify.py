@@ -48,7 +48,7 @@ from memory_server.dream.grounding import declines, polarity_problem, temporary_
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
-from memory_server.dream.locate import Located, Recorded, Unlocated, norm
+from memory_server.dream.locate import Located, Recorded, Unlocated, following, norm
 from memory_server.dream.names import GitTree, claimed_names, name_kind
 from memory_server.dream.record import (
     AGENT,
@@ -161,15 +161,27 @@ COVERAGE = 1 / 3  # of the statement's words its quoted turns must hold (true it
 
 
 # Markdown that hides text when rendered: an HTML comment or tag outside code, a link reference definition.
-HIDING_MARKUP = re.compile(r"<!--|<[A-Za-z/!?][^>]*>|^\s*\[[^\]]*\]:\s|\[//\]")
+HIDING_MARKUP = re.compile(r"<!--|<[A-Za-z/!?][^>]*>|^\s*\[[^\]]*\]:\s|\[//\]|~~")
+# Letters of other alphabets that look like Latin ones ("nоt" with a Cyrillic о): a word mixing them with Latin
+# reads as one word to a person and as another to every check.
+LOOKALIKE = re.compile(
+    r"[\u0400-\u04ff\u0500-\u052f\u0391-\u03a9\u03b1\u03b9\u03ba\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7]"
+)
+
+
+def _mixes_alphabets(statement: str) -> bool:
+    return any(LOOKALIKE.search(w) and re.search(r"[A-Za-z]", w) for w in re.findall(r"\w+", statement))
 
 
 def _statement_problem(item: ProposalItem) -> None:
     """A statement is one line of plain text: no control or invisible characters (a terminal escape can rewrite
-    what the reviewer sees) and no markup that hides text when rendered (an HTML comment, a tag, `[//]: #`)."""
+    what the reviewer sees), no markup that hides or strikes text when rendered (an HTML comment, a tag,
+    `[//]: #`, `~~`), and no word that mixes Latin letters with look-alikes from other alphabets."""
     prose = BACKTICKED.sub(" ", item.statement)
     if UNSAFE_CHAR.search(item.statement) or invisible(item.statement) or HIDING_MARKUP.search(prose):
         raise Refused("the statement holds control characters or markup that hides text; write it as plain text")
+    if _mixes_alphabets(item.statement):
+        raise Refused("a word of the statement mixes Latin letters with look-alikes from another alphabet; retype it")
 
 
 def _coverage(item: ProposalItem, support: list[Located]) -> None:
@@ -248,7 +260,11 @@ def _decisive(item: ProposalItem, support: list[Located]) -> list[Located]:
 def _stance(item: ProposalItem, decisive: list[Located]) -> None:
     if item.stance == "adopted":
         problem = stance_problem(
-            [(x.sentence, x.context) for x in decisive], negative(item.statement), is_decision(item)
+            [(x.sentence, x.context) for x in decisive],
+            negative(item.statement),
+            is_decision(item),
+            item.statement,
+            rests=[following(x.turn.text, x.sentence, 50) if x.turn.speaker == PERSON else None for x in decisive],
         )
         problem = problem or _answers_problem(item, decisive) or _person_turned_it_down(item, decisive)
     else:

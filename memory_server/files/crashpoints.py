@@ -5,7 +5,9 @@ points separated by commas) in its environment. When that process reaches `crash
 itself with SIGKILL: no `finally`, no `atexit`, no flushing, so what is left on disk is what a power cut or
 an OOM kill would leave at that moment. The test then runs the next command and checks that it recovers.
 
-Without the variable (every normal run) a call costs one environment lookup and does nothing.
+With `MEMORY_SERVER_PAUSE_AT=<point>` the process stops itself there instead (SIGSTOP), so a test can do
+what a person might do at that moment (save a file the process is about to replace) and let it go on with
+SIGCONT. Without either variable (every normal run) a call costs two environment lookups and does nothing.
 
 Points:
 
@@ -30,10 +32,15 @@ import os
 import signal
 
 ENV = "MEMORY_SERVER_CRASH_AT"
+PAUSE_ENV = "MEMORY_SERVER_PAUSE_AT"
 
 
 def crash_point(name: str) -> None:
-    """Kill this process with SIGKILL when MEMORY_SERVER_CRASH_AT names `name`; otherwise do nothing."""
+    """Kill this process with SIGKILL when MEMORY_SERVER_CRASH_AT names `name`, stop it (SIGSTOP) when
+    MEMORY_SERVER_PAUSE_AT does; otherwise do nothing."""
     wanted = os.environ.get(ENV)
     if wanted and name in wanted.split(","):
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    paused = os.environ.get(PAUSE_ENV)
+    if paused and name in paused.split(",") and hasattr(signal, "SIGSTOP"):
+        os.kill(os.getpid(), signal.SIGSTOP)

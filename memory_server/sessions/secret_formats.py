@@ -3,7 +3,9 @@
 A plain table for `secret_scan.py`. Each format is public (a provider documents the prefix and alphabet of
 its keys) and named, so a missed or over-eager one is easy to find. Every quantifier is bounded and the
 long ones possessive, and the table is matched as one regex: a match attempt at one position reads a
-bounded number of characters, so a text of any content is scanned in linear time.
+bounded number of characters, so a text of any content is scanned in linear time. The base64-wrapped blobs
+are the exception: they read their whole run, possessively, and may only start where a run of their
+characters starts (`_RUN_START`), so each run is read once, still in linear time.
 
 `glue`: the prefix is distinctive enough to be found glued to a letter or digit on its left (`xghp_…`), as
 escaped or encoded text leaves it; other formats need a word boundary there.
@@ -189,9 +191,10 @@ TOKEN_FORMATS: tuple[tuple[str, str, bool], ...] = (
     ("Sidekiq credentials", r"(?i:https?://)[a-f0-9]{8}:[a-f0-9]{8}@(?:gems|enterprise)\.contribsys\.com", True),
     # generic shapes
     ("JSON Web Token", rf"eyJ[{_URL}]{{5,1500}}+\.eyJ[{_URL}]{{5,4000}}+\.[{_URL}]{{0,1500}}+={{0,2}}", True),
-    ("JSON Web Token, base64-wrapped", r"ZXlK[A-Za-z0-9+/]{40,6000}+={0,2}", False),
-    ("Private key, base64-wrapped", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,20000}+={0,2}", True),
-    ("Docker config, base64-wrapped", r"eyJhdXRocyI6[A-Za-z0-9+/]{10,20000}+={0,2}", True),
+    # Base64 blobs are read to the end of their run, however long (a cap would leave a longer one whole).
+    ("JSON Web Token, base64-wrapped", r"ZXlK[A-Za-z0-9+/]{40,}+={0,2}", False),
+    ("Private key, base64-wrapped", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}+={0,2}", True),
+    ("Docker config, base64-wrapped", r"eyJhdXRocyI6[A-Za-z0-9+/]{10,}+={0,2}", True),
 )
 
 _CLASS = re.compile(r"\[(?!\^)((?:\\.|[^\]\\])+)\]")
