@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from memory_server.dream.gate import DreamGate
 from memory_server.errors import MemoryServerError, VectorStoreError
-from memory_server.evidence_status import auto_memory_status, kept_status
 from memory_server.parse.memory_md import check_memory_index, memory_index_notes
 from memory_server.parse.text import as_data
+from memory_server.sessions.evidence_status import auto_memory_status, kept_status
 from memory_server.sessions.pending import queued as queued_sessions
 from memory_server.sessions.redact import budget_fired
 
@@ -102,8 +102,8 @@ def build_status(memory: Memory) -> dict[str, Any]:
         "notes": list(memory.indexer.notes) + pending_settings_notes(memory),
     }
     out["sessions_queue"] = queue_status(memory)
-    out["kept_transcripts"], kept_notes = kept_status(memory)
-    auto, auto_notes = auto_memory_status(memory)
+    out["kept_transcripts"], kept_notes = kept_status(memory.root, memory.settings)
+    auto, auto_notes = auto_memory_status(memory.root, memory.settings)
     if auto is not None:
         out["auto_memory"] = auto
     out["notes"] += kept_notes + auto_notes

@@ -5,25 +5,22 @@ Every list is bounded; every name from a file is quoted as data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from memory_server.files.reading import FileSkipped
+from memory_server.files.root import MemoryRoot
 from memory_server.parse.text import as_data
 from memory_server.sessions import auto_memory
 from memory_server.sessions.auto_memory_report import check as check_auto_memory
 from memory_server.sessions.cleanup import cleanup_report
-
-if TYPE_CHECKING:
-    from memory_server.api import Memory
+from memory_server.settings import Settings
 
 SHOWN = 20
 
 
-def kept_status(memory: Memory) -> tuple[dict[str, object], list[str]]:
+def kept_status(root: MemoryRoot, settings: Settings) -> tuple[dict[str, object], list[str]]:
     """The kept-transcripts section of the status, and its warnings (for the status's notes)."""
-    r = cleanup_report(memory.root, memory.settings)
+    r = cleanup_report(root, settings)
     out: dict[str, object] = {
-        "keep": memory.settings.transcripts.keep,
+        "keep": settings.transcripts.keep,
         "cleanup_period_days": r.cleanup_period_days,
         "cleanup_setting": r.settings_source,
         "transcripts": r.transcripts,
@@ -51,14 +48,14 @@ def kept_status(memory: Memory) -> tuple[dict[str, object], list[str]]:
     if r.over_budget:
         notes.append(
             f"{len(r.over_budget)} kept transcripts are over transcripts.keep_budget_bytes "
-            f"({memory.settings.transcripts.keep_budget_bytes} bytes); their tool output was cut"
+            f"({settings.transcripts.keep_budget_bytes} bytes); their tool output was cut"
         )
     return out, notes
 
 
-def auto_memory_status(memory: Memory) -> tuple[dict[str, object] | None, list[str]]:
+def auto_memory_status(root: MemoryRoot, settings: Settings) -> tuple[dict[str, object] | None, list[str]]:
     """The auto-memory section of the status (None when the project has none), and its warnings."""
-    folder = auto_memory.locate(memory.root, memory.settings)
+    folder = auto_memory.locate(root, settings)
     if folder is None:
         return None, []
     try:
