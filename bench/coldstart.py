@@ -4,7 +4,7 @@ On an already-indexed root, each run starts the server through the MCP SDK's std
 does) and records, in seconds since the process was spawned:
 
   initialize       the answer to the initialize handshake
-  tools_list       the answer to tools/list
+  tools_list       the answer to tools/list (and its size: the bytes of its JSON, as every client reads it)
   search_exact     the first answered search_exact
   search_memory    the first answered search_memory (loads the embedding model and opens Chroma)
 
@@ -69,8 +69,8 @@ def prepare_root(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         memory.close()
     return root, {
         "root": str(root),
-        "files": status["files"],
-        "chunks": status["chunks"],
+        "files": status.files,
+        "chunks": status.chunks,
         "index_seconds_before_runs": round(time.perf_counter() - started, 3),
         "chunks_embedded_before_runs": report.chunks_embedded,
         "embedder": embedder.name,
@@ -85,6 +85,7 @@ async def one_run(root: Path, order: str, exact_query: str, memory_query: str, f
         marks["initialize"] = init_marks["initialize"]
         tools = await server.session.list_tools()
         marks["tools_list"] = time.perf_counter() - server.spawned
+        marks["tools_list_bytes"] = float(len(tools.model_dump_json(by_alias=True, exclude_none=True).encode()))
         if len(tools.tools) < 5:
             raise RuntimeError(f"expected the five memory tools, got {[t.name for t in tools.tools]}")
         if order == "exact_first":
@@ -113,7 +114,7 @@ def baseline(runs: int) -> dict[str, Any]:
 
 def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": len(runs)}
-    for step in (*STEPS, "rss_bytes"):
+    for step in (*STEPS, "rss_bytes", "tools_list_bytes"):
         values = [r[step] for r in runs if step in r]
         if values:
             out[step] = {
@@ -135,11 +136,21 @@ def print_results(results: dict[str, Any], baselines: dict[str, Any] | None, inf
                 data["runs"],
                 *[data[s]["median"] if s in data else "-" for s in STEPS],
                 f"{data['rss_bytes']['median'] / 1e6:.0f}" if "rss_bytes" in data else "-",
+                f"{data['tools_list_bytes']['median']:.0f}" if "tools_list_bytes" in data else "-",
             ]
         )
     print(
         benchlib.format_table(
-            ["order", "runs", "initialize s", "tools/list s", "1st search_exact s", "1st search_memory s", "RSS MB"],
+            [
+                "order",
+                "runs",
+                "initialize s",
+                "tools/list s",
+                "1st search_exact s",
+                "1st search_memory s",
+                "RSS MB",
+                "tools/list bytes",
+            ],  # fmt: skip
             rows,
             f"cold start on {info['root']} ({info['chunks']} chunks), seconds since spawn, median",
         )

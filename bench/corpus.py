@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from memory_server.files.root import Layer
 from memory_server.parse.markdown import parse_document
 
 COMPONENTS = [
@@ -417,7 +418,7 @@ def _topic(gen: _Gen, n: int, start: dt.date) -> tuple[str, str]:
 
 
 def count_chunks(rel: str, text: str) -> int:
-    layer = "topic" if rel.startswith("topics/") else "session"
+    layer: Layer = "topic" if rel.startswith("topics/") else "session"
     return len(parse_document(rel, layer, text).chunks)
 
 

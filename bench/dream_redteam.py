@@ -37,7 +37,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="redteam-"))
     names = sorted({e["scenario"] for e in entries})
     scenarios = {name: harness.build_scenario(name, work / "roots", entire) for name in names}
-    total, by_class = harness.Tally(), collections.defaultdict(harness.Tally)
+    total, by_class = harness.Tally(), collections.defaultdict[str, harness.Tally](harness.Tally)
     rows = []
     for entry in entries:
         outcome = harness.check_entry(scenarios, entry, work)

@@ -1,7 +1,8 @@
 """Bytes per kept transcript, against the budget: how big the evidence that outlives Claude Code's clean-up is.
 
-Every transcript under ../shared/transcripts (real sessions and the curated fixtures, 39 files) is kept into a
-throwaway memory root through the same code compression runs (`sessions/keep.py`: parse, redact, gzip), with
+Every transcript under ../shared/transcripts (or $MEMORY_SERVER_SHARED/transcripts; real sessions and the
+curated fixtures, 39 files) is kept into a throwaway memory root through the same code compression runs
+(`sessions/keep.py`: parse, redact, gzip), with
 the default budget (`transcripts.keep_budget_bytes`) and with a tight one (`--tight`, to show the levels cut
 tool output and never a line). Printed per budget: the median, 95th percentile (linear interpolation) and
 largest kept size, the size against the transcript's, how many sessions needed cutting, how many went over;
@@ -25,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import default_json_out, environment, format_table, log, percentile, write_json  # noqa: E402
+from benchlib import default_json_out, environment, format_table, log, percentile, shared_dir, write_json  # noqa: E402
 
 from memory_server.files.root import MemoryRoot  # noqa: E402
 from memory_server.files.scaffold import init_root  # noqa: E402
@@ -36,7 +37,7 @@ from memory_server.sessions.parser import transcript_id  # noqa: E402
 from memory_server.sessions.reader import parse_transcript  # noqa: E402
 from memory_server.settings import TranscriptSettings  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+SHARED = shared_dir() / "transcripts"  # ../shared/transcripts, or $MEMORY_SERVER_SHARED/transcripts
 TIGHT = 32 * 1024
 
 

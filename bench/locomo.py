@@ -272,7 +272,7 @@ def open_memory(root: Path, settings: Settings, embedder: Embedder) -> tuple[Mem
     started = time.perf_counter()
     report = memory.index(timeout=600.0)
     seconds = time.perf_counter() - started
-    chunks = int(memory.status()["chunks"])
+    chunks = int(memory.status().chunks)
     return memory, {
         "index_seconds": round(seconds, 3),
         "files_indexed": len(report.added) + len(report.updated),

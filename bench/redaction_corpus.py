@@ -153,7 +153,7 @@ def pipeline_leaks(base: Path) -> dict[str, Any]:
         path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
         log(f"compressing {place} / {enc}")
         compress_transcript(path, MemoryRoot(root))
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         log("indexing")
         memory.index()
@@ -167,7 +167,7 @@ def pipeline_leaks(base: Path) -> dict[str, Any]:
             shown = decoded_forms(
                 "\n".join(p.read_text(encoding="utf-8") for p in files)
                 + "\n"
-                + memory.read("transcript:" + sid, 1, 100_000)["text"]
+                + memory.read("transcript:" + sid, 1, 100_000).text
                 + "\n"
                 + "\n".join(indexed)
             )

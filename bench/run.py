@@ -73,7 +73,7 @@ class QueryCachingEmbedder:
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[NDArray[np.float32]]]:
         """A question's token vectors are kept too (as int8, which ranks as float does)."""
         if len(texts) != 1:
-            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined]
         vector = self.cache.embed(self.inner, texts, "int8")
         key = text_key(self.inner.name, texts[0])
         return vector, [self.cache.get_tokens([key], "int8")[key]]
@@ -245,74 +245,75 @@ def run_coding(
     if args.max_questions:
         queries = [q for kind in ("paraphrase", "literal") for q in queries if q["kind"] == kind][: args.max_questions]
     root = coding_root(args, overrides)
-    out: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] | None = [] if args.details else None
     if args.fake or args.in_process:
         # The scorer starts the real server (real model); with --fake or --in-process the same scoring runs
         # here, without the MCP round trip (latency is then in process).
-        memory = open_root(root, settings, embedder)
-        try:
-            for tool in args.tools:
-                questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
-                rows, lat = ask(memory, questions, tool, 10, details)
-                for kind in ("paraphrase", "literal"):
-                    chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if r["kind"] == kind]
-                    if chosen:
-                        out.append(
-                            {
-                                "set": "coding",
-                                "tool": tool,
-                                "kind": f"paragraph, {kind}",
-                                **mean_row([r for r, _ in chosen], [t for _, t in chosen]),
-                            }
-                        )
-        finally:
-            memory.close()
-        _write_details(args, "coding", details)
-        return out
-    server = Path(sys.executable).parent / "memory-server"
-    for tool in args.tools:
-        detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
-        command = [
-            sys.executable,
-            str(probe / "score.py"),
-            "--root",
-            str(root),
-            "--in-place",
-            "--server",
-            str(server if server.exists() else "memory-server"),
-            "--tool",
-            tool,
-            "--k",
-            "10",
-        ]
-        if args.max_questions:
-            query_file = root.parent / "coding-queries.json"
-            query_file.write_text(json.dumps(queries), encoding="utf-8")
-            command += ["--queries", str(query_file)]
-        if detail_file is not None:
-            detail_file.parent.mkdir(parents=True, exist_ok=True)
-            command += ["--details", str(detail_file)]
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-        if proc.returncode != 0:
-            raise SystemExit(f"coding-probe scorer failed:\n{proc.stdout}\n{proc.stderr}")
-        result = json.loads(proc.stdout[proc.stdout.index("{") : proc.stdout.rindex("}") + 1])
-        for kind in ("paraphrase", "literal"):
-            if kind in result:
-                got = result[kind]
-                out.append(
-                    {
-                        "set": "coding",
-                        "tool": tool,
-                        "kind": f"paragraph, {kind}",
-                        "n": got["n"],
-                        **{f"R@{k}": got[f"R@{k}"] for k in KS},
-                        "file_R@1": got["file_R@1"],
-                        "p50_ms": result["latency_ms_p50"],
-                        "p95_ms": result["latency_ms_p95"],
-                    }
-                )
+        return _coding_in_process(args, root, settings, embedder, queries)
+    return [row for tool in args.tools for row in _coding_over_mcp(args, probe, root, queries, tool)]
+
+
+def _coding_in_process(
+    args: argparse.Namespace, root: Path, settings: Settings, embedder: Embedder, queries: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] | None = [] if args.details else None
+    with open_root(root, settings, embedder) as memory:
+        for tool in args.tools:
+            questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
+            rows, lat = ask(memory, questions, tool, 10, details)
+            for kind in ("paraphrase", "literal"):
+                chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if r["kind"] == kind]
+                if chosen:
+                    row = mean_row([r for r, _ in chosen], [t for _, t in chosen])
+                    out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}", **row})
+    _write_details(args, "coding", details)
     return out
+
+
+def _coding_over_mcp(
+    args: argparse.Namespace, probe: Path, root: Path, queries: list[dict[str, Any]], tool: str
+) -> list[dict[str, Any]]:
+    """The set's own scorer, through the real server over MCP."""
+    server = Path(sys.executable).parent / "memory-server"
+    detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
+    command = [
+        sys.executable,
+        str(probe / "score.py"),
+        "--root",
+        str(root),
+        "--in-place",
+        "--server",
+        str(server if server.exists() else "memory-server"),
+        "--tool",
+        tool,
+        "--k",
+        "10",
+    ]
+    if args.max_questions:
+        query_file = root.parent / "coding-queries.json"
+        query_file.write_text(json.dumps(queries), encoding="utf-8")
+        command += ["--queries", str(query_file)]
+    if detail_file is not None:
+        detail_file.parent.mkdir(parents=True, exist_ok=True)
+        command += ["--details", str(detail_file)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"coding-probe scorer failed:\n{proc.stdout}\n{proc.stderr}")
+    result = json.loads(proc.stdout[proc.stdout.index("{") : proc.stdout.rindex("}") + 1])
+    return [
+        {
+            "set": "coding",
+            "tool": tool,
+            "kind": f"paragraph, {kind}",
+            "n": result[kind]["n"],
+            **{f"R@{k}": result[kind][f"R@{k}"] for k in KS},
+            "file_R@1": result[kind]["file_R@1"],
+            "p50_ms": result["latency_ms_p50"],
+            "p95_ms": result["latency_ms_p95"],
+        }
+        for kind in ("paraphrase", "literal")
+        if kind in result
+    ]
 
 
 def _coding_scorer(q: dict[str, Any]) -> Callable[[list[Hit]], dict[str, float]]:

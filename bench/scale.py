@@ -72,7 +72,7 @@ class TimedEmbedder:
         """The same, with token vectors (the indexer keeps them for late interaction)."""
         started = time.perf_counter()
         try:
-            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined, no-any-return]
+            return self.inner.embed_with_tokens(texts)  # type: ignore[attr-defined]
         finally:
             self.seconds += time.perf_counter() - started
             self.texts += len(texts)
@@ -105,12 +105,12 @@ def make_embedder(fake: bool) -> Embedder:
 
 def time_keyword_index(root: Path, settings: Settings) -> dict[str, Any]:
     clear_state(root)
-    memory = Memory(root, settings=settings, embedder=False)
+    memory = Memory(root, settings=settings, keyword_only=True)
     try:
         started = time.perf_counter()
         report = memory.index(timeout=3600)
         seconds = time.perf_counter() - started
-        chunks = int(memory.status()["chunks"])
+        chunks = int(memory.status().chunks)
     finally:
         memory.close()
     return {"seconds": round(seconds, 3), "files": report.files_read, "chunks": chunks}

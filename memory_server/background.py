@@ -8,6 +8,9 @@ compression of sessions still waiting in the queue (`sessions/pending.py`). A pa
 process holds the writer lock, a full disk) keeps its work pending and is tried again after a back-off that
 doubles from 2 × RETRY_SECONDS to MAX_RETRY_SECONDS while the failure lasts; changes arriving meanwhile join the
 pending set instead of starting anything new. `stop()` returns within about two seconds.
+
+The worker belongs to its Memory (`Memory.background()` makes it, `Memory.close()` stops it); it keeps its own
+state (`failure`: why indexing stopped) and changes the memory only by calling it.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from memory_server.api import Memory
-from memory_server.errors import LockedError, MemoryServerError
-from memory_server.index.indexer import IndexCancelled
+from memory_server.errors import IndexCancelled, LockedError, MemoryServerError
 from memory_server.index.watcher import Watcher
 from memory_server.process_memory import trim
 from memory_server.sessions.hooks import resume_pending
+
+if TYPE_CHECKING:
+    from memory_server.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +49,15 @@ class _Work:
 
 
 class Background:
+    """The one background worker of a Memory (see the module docstring); made by `Memory.background()`."""
+
     def __init__(self, memory: Memory, *, watch: bool = True) -> None:
         self.memory = memory
         self.watch = watch
         self._stop = threading.Event()
         self._cond = threading.Condition()
         self._work = _Work(full=True)
-        memory.on_repair_needed = self.request_full_sync
+        self.failure: str | None = None  # why the last pass failed, and when it is tried again (status shows it)
         self._thread: threading.Thread | None = None
         self._watcher: Watcher | None = None
         self._begin = threading.Event()  # a search is waiting: skip the start delay
@@ -64,6 +71,11 @@ class Background:
             return
         self._thread = threading.Thread(target=self._run, name="memory-index", daemon=True)
         self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
 
     def wait_for_keyword_pass(self, timeout: float) -> bool:
         """Start at once if still waiting to start, and wait up to `timeout` for the first keyword pass
@@ -115,7 +127,6 @@ class Background:
             pass
         except MemoryServerError as exc:
             log.error("indexing failed: %s", exc)
-            self.memory.vector_error = str(exc)
             self._failed(exc)
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
@@ -128,14 +139,14 @@ class Background:
     def _failed(self, exc: BaseException | None, *, quiet: bool = False) -> None:
         """Remember why indexing stopped (memory_status shows it) and back off before the next attempt."""
         if exc is None:
-            self.memory.index_failure = None
+            self.failure = None
             self._retry_seconds = RETRY_SECONDS
             self._retry_at = 0.0
             return
         self._retry_seconds = min(self._retry_seconds * 2, MAX_RETRY_SECONDS)
         self._retry_at = time.monotonic() + self._retry_seconds
         if not quiet:
-            self.memory.index_failure = (
+            self.failure = (
                 f"{type(exc).__name__}: {exc}; trying again in {self._retry_seconds:.0f} s (fix the cause, e.g. free "
                 "disk space or make .memory/ writable; `memory-server index` shows the full error)"
             )

@@ -5,23 +5,28 @@ The `Memory` facade (api.py) calls these; they only read (memory files only, str
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import FileSkipped, MemoryServerError, NotFoundError, PathRefusedError
 from memory_server.files.paths import confine_memory
-from memory_server.files.reading import READ_MAX_CHARS, READ_MAX_LINE_CHARS, READ_MAX_LINES, FileSkipped, read_window
+from memory_server.files.reading import READ_MAX_CHARS, READ_MAX_LINE_CHARS, READ_MAX_LINES, read_window
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.markdown import iso_date
+from memory_server.parse.text import as_data
 from memory_server.sessions import auto_memory
 from memory_server.sessions import transcript_layer as transcript_index
 from memory_server.sessions.redact import clean_keeping_lines
+from memory_server.tool_results import ReadResult, Topic
 
 if TYPE_CHECKING:
     from memory_server.api import Memory
 
+log = logging.getLogger(__name__)
 
-def read(memory: Memory, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+
+def read(memory: Memory, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
     """Lines `start_line`..`end_line` (1-based, inclusive) of a file inside the root, or, for a path
     `transcript:<session-id>`, the transcript's messages overlapping those JSONL lines, or, for a path
     `auto-memory:<file>`, lines of that file of Claude Code's auto memory."""
@@ -39,18 +44,15 @@ def read(memory: Memory, path: str, start_line: int | None = None, end_line: int
     rel = memory.root.relpath(real)
     start = _line_range(start_line, end_line)
     window = read_window(real, rel, start, end_line)  # streamed: bounded per answer and per line
-    out: dict[str, Any] = {
-        "path": rel,
-        "start_line": window.start,
-        "end_line": window.end,
-        "total_lines": window.total,
-        "text": "\n".join(window.lines),
-    }
-    if window.truncated:
-        out["more"] = f"truncated: call read_memory with start_line={window.end + 1} for the rest"
-    if window.cut_lines:
-        out["cut_lines"] = list(window.cut_lines)
-    return out
+    return ReadResult(
+        path=rel,
+        start_line=window.start,
+        end_line=window.end,
+        total_lines=window.total,
+        text="\n".join(window.lines),
+        more=f"truncated: call read_memory with start_line={window.end + 1} for the rest" if window.truncated else None,
+        cut_lines=list(window.cut_lines) or None,
+    )
 
 
 def _line_range(start_line: int | None, end_line: int | None) -> int:
@@ -64,7 +66,7 @@ def _line_range(start_line: int | None, end_line: int | None) -> int:
     return start
 
 
-def read_auto_memory(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+def read_auto_memory(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> ReadResult:
     """Lines of a file of Claude Code's auto memory (read-only, confined to its folder; secrets and `<private>`
     text out, every line where it was); `source` says the model wrote it."""
     start = _line_range(start_line, end_line)
@@ -87,20 +89,19 @@ def read_auto_memory(memory: Memory, virtual: str, start_line: int | None, end_l
         shown.append(line)
         used += len(line) + 1
     end = start + len(shown) - 1
-    out: dict[str, Any] = {
-        "path": virtual,
-        "start_line": start,
-        "end_line": end,
-        "total_lines": len(lines),
-        "text": "\n".join(shown),
-        "source": f"{auto_memory.WRITTEN_BY}: {real}",
-    }
-    if end < min(len(lines), end_line or len(lines)):
-        out["more"] = f"truncated: call read_memory with start_line={end + 1} for the rest"
-    return out
+    truncated = end < min(len(lines), end_line or len(lines))
+    return ReadResult(
+        path=virtual,
+        start_line=start,
+        end_line=end,
+        total_lines=len(lines),
+        text="\n".join(shown),
+        more=f"truncated: call read_memory with start_line={end + 1} for the rest" if truncated else None,
+        source=f"{auto_memory.WRITTEN_BY}: {real}",
+    )
 
 
-def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, end_line: int | None) -> ReadResult:
     """The messages of a transcript overlapping the lines asked for, read from Claude Code's file while it is
     there and from the root's kept copy once it is gone; `source` says which."""
     record = memory.fts.file(virtual)
@@ -115,13 +116,13 @@ def read_transcript_lines(memory: Memory, virtual: str, start_line: int | None, 
             break
         text.append(line)
         used += len(line) + 1
-    return {
-        "path": virtual,
-        "start_line": start_line or 1,
-        "end_line": end_line,
-        "text": "\n".join(text),
-        "source": transcript_index.source_note(source, memory.root),
-    }
+    return ReadResult(
+        path=virtual,
+        start_line=start_line or 1,
+        end_line=end_line,
+        text="\n".join(text),
+        source=transcript_index.source_note(source, memory.root),
+    )
 
 
 def topic_count(memory: Memory) -> int:
@@ -129,29 +130,32 @@ def topic_count(memory: Memory) -> int:
     return sum(1 for rel, layer in memory.root.memory_files() if layer == "topic" and rel.startswith("topics/"))
 
 
-def list_topics(memory: Memory, limit: int | None = None) -> list[dict[str, Any]]:
+def list_topics(memory: Memory, limit: int | None = None) -> list[Topic]:
     """Topic files with their title, description, updated date and tags (from front matter), in path
     order: all of them, or the first `limit` (only those files are read)."""
-    topics: list[dict[str, Any]] = []
+    topics: list[Topic] = []
     for rel, layer in memory.root.memory_files():
         if layer != "topic" or not rel.startswith("topics/"):
             continue
         if limit is not None and len(topics) >= limit:
             break
-        meta: dict[str, Any] = {}
-        try:
-            text = memory.root.read_text(rel, max_bytes=memory.settings.index.max_file_bytes).text
-            meta, _, _ = split_front_matter(text.splitlines())
-        except Exception:
-            pass
-        tags = meta.get("tags") or []
-        topics.append(
-            {
-                "path": rel,
-                "title": str(meta.get("title") or Path(rel).stem),
-                "description": str(meta.get("description") or ""),
-                "updated": iso_date(meta.get("updated")),
-                "tags": [str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-            }
-        )
+        topics.append(topic_of(memory, rel))
     return topics
+
+
+def topic_of(memory: Memory, rel: str) -> Topic:
+    """A topic file as list_topics shows it: its front matter, or its file name when that cannot be read."""
+    meta: dict[str, object] = {}
+    try:
+        text = memory.root.read_text(rel, max_bytes=memory.settings.index.max_file_bytes).text
+        meta, _, _ = split_front_matter(text.splitlines())
+    except (MemoryServerError, OSError) as exc:  # listed all the same, by its file name
+        log.info("list_topics: %s read without its front matter (%s)", as_data(rel), exc)
+    tags = meta.get("tags") or []
+    return Topic(
+        path=rel,
+        title=str(meta.get("title") or Path(rel).stem),
+        description=str(meta.get("description") or "") or None,
+        updated=iso_date(meta.get("updated")),
+        tags=([str(t) for t in tags] if isinstance(tags, list) else [str(tags)]) or None,
+    )

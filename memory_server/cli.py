@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,13 +32,14 @@ from memory_server.commands.common import (
 from memory_server.commands.dream import dream
 from memory_server.commands.hook import hook
 from memory_server.commands.keep import keep
-from memory_server.errors import MemoryServerError
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import LAYERS
 from memory_server.parse.text import as_data
 
-log = logging.getLogger("memory_server.cli")
+if TYPE_CHECKING:
+    from memory_server.sessions.compression import CompressReport
+    from memory_server.tool_results import Status
 
-LAYERS = ("topic", "auto_memory", "session", "transcript")
+log = logging.getLogger("memory_server.cli")
 
 
 @click.group(
@@ -89,19 +90,17 @@ def serve() -> None:
 def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
     progress = StageProgress()
     progress("opening the index", 0, 0)  # at once: loading the libraries below takes a few seconds
-    memory = open_memory(**({"embedder": False} if keyword_only else {}))
-    try:
-        report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
-    except KeyboardInterrupt:
-        progress.close()
-        click.echo(
-            f"interrupted: {memory.indexer.report.kept()}. Run `memory-server index` again to go on from there.",
-            err=True,
-        )
-        raise click.Abort() from None
-    finally:
-        progress.close()
-        memory.close()
+    with open_memory(keyword_only=keyword_only) as memory:
+        try:
+            report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
+        except KeyboardInterrupt:
+            progress.close()
+            click.echo(
+                f"interrupted: {memory.index_kept()}. Run `memory-server index` again to go on from there.", err=True
+            )
+            raise click.Abort() from None
+        finally:
+            progress.close()
     click.echo(report.summary())
     for rel in report.skipped:
         click.echo(f"skipped: {as_data(rel)}", err=True)
@@ -125,17 +124,14 @@ def search(
     before: str | None,
     as_json: bool,
 ) -> None:
-    memory = open_memory(**({"embedder": False} if exact else {}))
-    try:
-        chosen = list(layers) or None
+    chosen = list(layers) or None
+    with open_memory(keyword_only=exact) as memory:
         if exact:
             hits, mode = memory.search_exact(query, k, chosen, after, before), "exact"
             note = memory.search_note("keyword", found=bool(hits), semantic=False)
         else:
             hits, mode = memory.search_memory(query, k, chosen, after, before)
             note = memory.search_note(mode, found=bool(hits))
-    finally:
-        memory.close()
     if as_json:
         echo_json({"hits": [h.to_dict() for h in hits], "mode": mode, **({"note": note} if note else {})})
         return
@@ -159,50 +155,47 @@ def search(
 @click.option("--json", "as_json", is_flag=True, help="print as JSON")
 @common_options
 def status(as_json: bool) -> None:
-    memory = open_memory()
-    try:
+    with open_memory() as memory:
         info = memory.status()
-    finally:
-        memory.close()
     if as_json:
-        echo_json(info)
+        echo_json(info.model_dump(mode="json", exclude_none=True))
         return
-    click.echo(f"root: {as_data(info['root'])}")
-    click.echo(f"files: {info['files']} {info['files_by_layer']}  chunks: {info['chunks']}")
-    kw = info["keyword_index"]
-    click.echo(f"keyword index: {'up to date' if kw['fresh'] else str(kw['pending_count']) + ' files pending'}")
-    sem = info["semantic_index"]
-    late = f", late interaction on ({sem['token_vectors']} token vectors)" if sem.get("late_interaction") else ""
-    click.echo(f"semantic index: {sem['backend']}, {sem['pending_files']} files pending, model {sem['model']}{late}")
-    for p in info["problem_files"]:  # already quoted as data by status
-        click.echo(f"{p['status']}: {p['path']}: {p['reason']}")
-    queue = info.get("sessions_queue") or {}
-    for item in queue.get("items", []):
-        click.echo(f"session {item['state']}: {item['transcript']}: {item['reason']}")
-    if queue.get("items"):
-        click.echo(f"  {queue['how']}")
+    click.echo(f"root: {as_data(info.root)}")
+    click.echo(f"files: {info.files} {info.files_by_layer}  chunks: {info.chunks}")
+    kw = info.keyword_index
+    click.echo(f"keyword index: {'up to date' if kw.fresh else str(kw.pending_count) + ' files pending'}")
+    sem = info.semantic_index
+    late = f", late interaction on ({sem.token_vectors} token vectors)" if sem.late_interaction else ""
+    click.echo(f"semantic index: {sem.backend}, {sem.pending_files} files pending, model {sem.model}{late}")
+    for p in info.problem_files:  # already quoted as data by status
+        click.echo(f"{p.status}: {p.path}: {p.reason}")
+    queue = info.sessions_queue
+    if queue is not None and queue.items:
+        for item in queue.items:
+            click.echo(f"session {item.state}: {item.transcript}: {item.reason}")
+        click.echo(f"  {queue.how}")
     _echo_evidence(info)
-    if "config_error" in info:
-        click.echo(f"config_error: {as_data(info['config_error'])}")
-    for note in info["notes"]:
+    if info.config_error is not None:
+        click.echo(f"config_error: {as_data(info.config_error)}")
+    for note in info.notes:
         click.echo(f"note: {note}")
 
 
-def _echo_evidence(info: dict[str, object]) -> None:
+def _echo_evidence(info: Status) -> None:
     """The status lines of kept transcripts and Claude Code's auto memory (already quoted as data by status)."""
-    kept = info.get("kept_transcripts")
-    if isinstance(kept, dict):
+    kept = info.kept_transcripts
+    if kept is not None:
         click.echo(
-            f"kept transcripts: {kept['kept']} of {kept['transcripts']}; Claude Code deletes transcripts after "
-            f"{kept['cleanup_period_days']} days; {kept['at_risk_count']} at risk, {kept['gone_count']} gone"
+            f"kept transcripts: {kept.kept} of {kept.transcripts}; Claude Code deletes transcripts after "
+            f"{kept.cleanup_period_days} days; {kept.at_risk_count} at risk, {kept.gone_count} gone"
         )
-        for item in kept["at_risk"]:
-            click.echo(f"at risk: {item['transcript']} ({item['state']}, deleted in {item['deleted_in_days']} days)")
-    auto = info.get("auto_memory")
-    if isinstance(auto, dict):
+        for item in kept.at_risk:
+            click.echo(f"at risk: {item.transcript} ({item.state}, deleted in {item.deleted_in_days} days)")
+    auto = info.auto_memory
+    if auto is not None:
         click.echo(
-            f"Claude Code's auto memory: {auto['folder']}: {auto.get('files', 0)} files, "
-            f"{auto.get('past_limit_count', 0)} entries past the limit, {auto.get('orphan_count', 0)} orphans"
+            f"Claude Code's auto memory: {auto.folder}: {auto.files} files, "
+            f"{auto.past_limit_count} entries past the limit, {auto.orphan_count} orphans"
         )
 
 
@@ -236,73 +229,51 @@ def compress(
     lock_timeout: float | None,
 ) -> int:
     from memory_server.files.root import MemoryRoot
-    from memory_server.sessions.compress import LOCK_TIMEOUT, compress_all
+    from memory_server.sessions.compress import LOCK_TIMEOUT
+    from memory_server.sessions.compression import compress_sessions
 
     if not all_dir and not transcripts and not pending:
         raise click.UsageError(
             "give a transcript (.jsonl) to compress, --all DIR to backfill a project, or --pending for the queue"
         )
+    progress = StageProgress()
+    # What Memory.compress calls, without opening the indices: this is the session hooks' background job, which
+    # stays light (no model, no Chroma, no settings: a broken memory.yaml never keeps a session from compressing).
     root = MemoryRoot(root_path())
-    wait = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
-    written: list[Path] = []
-    if all_dir:
-        progress = StageProgress()
-        try:
-            written.extend(
-                compress_all(
-                    Path(all_dir).expanduser(), root, progress=lambda done, total: progress("compressing", done, total)
-                )
-            )
-        finally:
-            progress.close()
-    failed = _compress_each(root, transcripts, written, wait, transcript_root)
-    if pending:
-        failed = _compress_queue(root, written, wait, automatic, transcript_root) or failed
-    for path in written:
+    try:
+        report = compress_sessions(
+            root,
+            transcripts,
+            all_in=all_dir,
+            pending=pending,
+            automatic=automatic,
+            transcript_root=transcript_root,
+            lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
+            progress=lambda done, total: progress("compressing", done, total),
+        )
+    finally:
+        progress.close()
+    for path in report.written:
         click.echo(as_data(root.relpath(path)))
-    if not written and not failed:
+    _say_compress_problems(report)
+    if not report.written and report.ok:
         click.echo("nothing new to compress", err=True)
-    return 2 if failed else 0
+    return 0 if report.ok else 2
 
 
-def _compress_each(
-    root: MemoryRoot, transcripts: tuple[str, ...], written: list[Path], wait: float, transcript_root: str | None
-) -> bool:
-    """Compress the named transcripts; one that waits too long for the lock is queued. True if any failed."""
-    from memory_server.errors import LockedError
-    from memory_server.sessions.compress import compress_transcript
-    from memory_server.sessions.pending import enqueue
-
-    failed = False
-    for transcript in transcripts:  # one bad transcript does not stop the others
-        try:
-            written.extend(compress_transcript(transcript, root, transcript_root=transcript_root, lock_timeout=wait))
-        except LockedError as exc:
-            enqueue(root, transcript, str(exc))
-            click.echo(
-                f"memory-server: queued {as_data(transcript)}: {exc}. The next session hook, the server or "
-                "`memory-server compress --pending` compresses it",
-                err=True,
-            )
-        except MemoryServerError as exc:
-            click.echo(f"memory-server: {as_data(str(exc))}", err=True)
-            failed = True
-    return failed
-
-
-def _compress_queue(
-    root: MemoryRoot, written: list[Path], wait: float, automatic: bool, transcript_root: str | None
-) -> bool:
-    """Drain the queue; say what still waits or failed, and why. True if any failed."""
-    from memory_server.sessions.pending import drain
-
-    report = drain(root, lock_timeout=wait, automatic=automatic, transcript_root=transcript_root)
-    written.extend(report.written)
+def _say_compress_problems(report: CompressReport) -> None:
+    for transcript, why in report.queued:
+        click.echo(
+            f"memory-server: queued {as_data(transcript)}: {why}. The next session hook, the server or "
+            "`memory-server compress --pending` compresses it",
+            err=True,
+        )
+    for message in report.errors:
+        click.echo(f"memory-server: {as_data(message)}", err=True)
     for item in report.waiting:
         click.echo(f"waiting: {as_data(item.transcript)}: {as_data(item.reason)}", err=True)
     for item in report.failed:
         click.echo(f"failed: {as_data(item.transcript)}: {as_data(item.reason)}", err=True)
-    return bool(report.failed)
 
 
 @cli.command(
@@ -315,11 +286,10 @@ def _compress_queue(
 @click.option("--no-edit", is_flag=True, help="change no existing file; print what to add to it instead")
 @common_options
 def init(no_edit: bool) -> None:
-    from memory_server.files.scaffold import init_root, wire_root
+    from memory_server.api import Memory
 
-    root = root_path()
-    created = init_root(root)
-    wired = wire_root(root, edit=not no_edit)
+    done = Memory.init(root_path(), edit=not no_edit)
+    root, created, wired = done.root, done.created, done.wired
     if created:
         click.echo(f"created in {root}: {', '.join(created)}")
     for change in wired:

@@ -16,7 +16,6 @@ import ctypes
 import ctypes.util
 import logging
 from functools import cache
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +24,7 @@ SERVER_ARENAS = 2
 
 
 @cache
-def _glibc() -> Any | None:
+def _glibc() -> ctypes.CDLL | None:
     """glibc, when this process runs on it (None elsewhere: musl, macOS)."""
     name = ctypes.util.find_library("c")
     try:

@@ -1,4 +1,8 @@
-"""The MCP server: thin tools over `Memory`, on stdio.
+"""The MCP server: thin tools over `Memory`, on stdio, written as the MCP SDK's examples write a server.
+
+The server's lifespan owns the memory (through `MemoryGate`): it starts the memory's background worker when the
+server runs, yields a typed `ServerState` to every call, and closes the memory when it ends. Each tool is a typed
+function that takes `ctx`; its docstring is the description the model reads.
 
 The handshake never waits for the model or Chroma: the server only opens the root, then a background
 thread brings the indices up to date and starts the file watcher. A search waits up to a second for the
@@ -16,24 +20,28 @@ makes every tool answer with the error, as at start, until it is fixed.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memory_server.api import Memory
-from memory_server.background import Background
-from memory_server.errors import ConfigError, MemoryServerError
+from memory_server.errors import ConfigError, IndexUnavailableError, MemoryServerError
 from memory_server.files.logs import LOG_DIR, rotate
+from memory_server.files.root import Layer
 from memory_server.process_memory import limit_arenas
 from memory_server.settings import Settings, load_settings, settings_stamp
 from memory_server.stdio_guard import exit_now, exit_on_hangup, repair_stdin, serve_stdio, stop_on_signals
@@ -41,7 +49,6 @@ from memory_server.tool_results import (
     ReadResult,
     SearchResult,
     Status,
-    Topic,
     TopicList,
     compact,
     search_result,
@@ -49,10 +56,9 @@ from memory_server.tool_results import (
 
 log = logging.getLogger(__name__)
 
-Layer = Literal["topic", "auto_memory", "session", "transcript"]
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
-STOP_WAIT_SECONDS = 0.5  # at shutdown, background indexing gets this long to stop between two steps
 FIRST_PASS_WAIT_SECONDS = 1.0  # a search waits this long for the first keyword pass of a fresh server
 LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path) and the total
 
@@ -64,28 +70,6 @@ INSTRUCTIONS = (
     "hit's path and lines for more. Results are short on purpose: read only what you need."
 )
 
-DESCRIPTIONS = {
-    "search_memory": (
-        'Search memory by meaning, for questions in your own words ("what did we decide about retries?"). '
-        "Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file. "
-        "Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."
-    ),
-    "search_exact": (
-        "Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is. "
-        'match says phrase (contains the query), all_terms or any_terms. Add layer "transcript" only to '
-        "settle a disagreement."
-    ),
-    "read_memory": (
-        "Read lines of a memory file: the text behind a hit and around it. path as in hits; start_line and "
-        "end_line 1-based, inclusive (omit for the whole file, up to 400 lines)."
-    ),
-    "list_topics": "List the curated topic files (title, description, updated, tags): what the memory knows for sure.",
-    "memory_status": (
-        "Health of the memory: counts, index freshness and progress, skipped files and why, config errors, "
-        "whether a /dream is due."
-    ),
-}
-
 Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
 K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
 Layers = Annotated[list[Layer] | None, Field(description="default: topic, auto_memory and session")]
@@ -95,46 +79,31 @@ Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def tool_errors(fn: F) -> F:
-    """Our errors become tool errors the model can read; anything else is logged and reported plainly.
-    A typed result is sent as compact JSON (structured content and text alike)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return compact(fn(*args, **kwargs))
-        except MemoryServerError as exc:
-            raise ToolError(str(exc)) from exc
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
-            log.exception("tool %s failed", fn.__name__)
-            raise ToolError(
-                f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has details."
-            ) from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
 class MemoryGate:
     """The memory the tools answer from, opened once the root can be served; until then, why not.
 
     `open_memory` raises a MemoryServerError (not a memory root, missing, broken memory.yaml) whose message
-    says what to do. Every `get()` before success tries again, so fixing the root needs no restart.
+    says what to do. Every `get()` before success tries again, so fixing the root needs no restart. Once the
+    server runs (`start()`), the opened memory's background worker indexes and watches; `close()` refuses
+    every later call and closes the memory.
     """
 
     def __init__(
         self,
         root: Path,
         open_memory: Callable[[Path], Memory],
-        on_open: Callable[[Memory], None],
+        *,
+        background: bool = True,
+        watch: bool = True,
         load: Callable[[Path], Settings] = load_settings,
     ) -> None:
         self.root = root
         self._open_memory = open_memory
-        self._on_open = on_open
         self._load = load
+        self._background = background
+        self._watch = watch
         self._lock = threading.Lock()
+        self._serving = False
         self.memory: Memory | None = None
         self.refusal: str | None = None
         self.closed = False
@@ -143,11 +112,11 @@ class MemoryGate:
 
     def get(self) -> Memory:
         with self._lock:
+            if self.closed:
+                raise IndexUnavailableError("the memory server is shutting down; ask again after it restarts")
             if self.memory is not None:
                 self._follow_settings(self.memory)
                 return self.memory
-            if self.closed:
-                raise ToolError("the memory server is shutting down")
             stamp = settings_stamp(self.root)  # before opening: an edit made meanwhile is read at the next call
             try:
                 memory = self._open_memory(self.root)
@@ -158,12 +127,51 @@ class MemoryGate:
                 raise
             self.memory, self.refusal, self._stamp = memory, None, stamp
             log.info("serving %s", memory.root.path)
-        self._on_open(memory)
+            if self._serving:
+                self._start_background(memory)
+        return memory
+
+    def ready(self) -> Memory:
+        """The memory, after waiting briefly for the first keyword pass of a fresh server."""
+        memory = self.get()
+        memory.wait_for_keyword_pass(FIRST_PASS_WAIT_SECONDS)
         return memory
 
     def adopt(self, memory: Memory) -> None:
         """Serve an already opened memory (its settings as they are on disk now)."""
         self.memory, self._stamp = memory, settings_stamp(memory.root.path)
+
+    def try_open(self) -> Memory | None:
+        try:
+            return self.get()
+        except MemoryServerError:
+            return None
+
+    def start(self) -> None:
+        """The server runs: start background indexing of the memory (now, or once it opens)."""
+        with self._lock:
+            self._serving = True
+            if self.memory is not None:
+                self._start_background(self.memory)
+
+    def cancel(self) -> None:
+        """The client is gone: stop background indexing at once (between two steps)."""
+        memory = self.memory
+        if memory is not None:
+            memory.cancel()
+
+    def close(self) -> None:
+        """Refuse every later call, stop background indexing and close the memory."""
+        with self._lock:
+            self.closed = True
+            memory = self.memory
+        if memory is not None:
+            memory.close()
+
+    def _start_background(self, memory: Memory) -> None:
+        worker = memory.background(watch=self._watch)
+        if self._background:
+            worker.start()
 
     def _follow_settings(self, memory: Memory) -> None:
         """Read the settings again when their files changed; a broken edit refuses every call until fixed."""
@@ -182,11 +190,106 @@ class MemoryGate:
         pending = memory.apply_settings(settings)
         log.info("settings read again%s", f"; {', '.join(pending)} apply at the next start" if pending else "")
 
-    def try_open(self) -> Memory | None:
+
+@dataclass(frozen=True)
+class ServerState:
+    """What the lifespan yields to every tool call: the gate to the memory."""
+
+    gate: MemoryGate
+
+
+Ctx = Context[ServerState, object]
+
+
+def answers(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
+    """The one place a tool's failures become answers: our errors as tool errors the model can read; anything
+    else (a bug, a panic in a native library) logged with its traceback and reported plainly."""
+
+    @functools.wraps(fn)
+    def tool(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
         try:
-            return self.get()
-        except MemoryServerError:
-            return None
+            return fn(*args, **kwargs)
+        except MemoryServerError as exc:
+            raise ToolError(str(exc)) from exc
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
+            log.exception("tool %s failed", fn.__name__)
+            raise ToolError(
+                f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has details."
+            ) from exc
+
+    return tool
+
+
+def gate_of(ctx: Ctx) -> MemoryGate:
+    return ctx.request_context.lifespan_context.gate
+
+
+# -- the tools: their docstrings are the descriptions the model reads -------------------------------------
+
+
+@answers
+def search_memory(
+    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+) -> Annotated[CallToolResult, SearchResult]:
+    """Search memory by meaning, for questions in your own words ("what did we decide about retries?").
+    Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file.
+    Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."""
+    memory = gate_of(ctx).ready()
+    hits, mode = memory.search_memory(query, k, layers, after, before)
+    return compact(search_result(hits, mode=mode, note=memory.search_note(mode, found=bool(hits))))
+
+
+@answers
+def search_exact(
+    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+) -> Annotated[CallToolResult, SearchResult]:
+    """Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is.
+    match says phrase (contains the query), all_terms or any_terms. Add layer "transcript" only to
+    settle a disagreement."""
+    memory = gate_of(ctx).ready()
+    hits = memory.search_exact(query, k, layers, after, before)
+    return compact(search_result(hits, note=memory.search_note("keyword", found=bool(hits), semantic=False)))
+
+
+@answers
+def read_memory(
+    ctx: Ctx, path: str, start_line: int | None = None, end_line: int | None = None
+) -> Annotated[CallToolResult, ReadResult]:
+    """Read lines of a memory file: the text behind a hit and around it. path as in hits; start_line and
+    end_line 1-based, inclusive (omit for the whole file, up to 400 lines)."""
+    return compact(gate_of(ctx).get().read(path, start_line, end_line))
+
+
+@answers
+def list_topics(ctx: Ctx) -> Annotated[CallToolResult, TopicList]:
+    """List the curated topic files (title, description, updated, tags): what the memory knows for sure."""
+    memory = gate_of(ctx).get()
+    topics = memory.list_topics(limit=LIST_TOPICS_LIMIT)
+    if len(topics) < LIST_TOPICS_LIMIT:
+        return compact(TopicList(topics=topics, total=len(topics)))
+    total = memory.topic_count()
+    note = f"the first {len(topics)} of {total} topics, by path; search_memory finds the others"
+    return compact(TopicList(topics=topics, total=total, note=note if total > len(topics) else None))
+
+
+@answers
+def memory_status(ctx: Ctx) -> Annotated[CallToolResult, Status]:
+    """Health of the memory: counts, index freshness and progress, skipped files and why, config errors,
+    whether a /dream is due."""
+    return compact(gate_of(ctx).get().status())
+
+
+TOOLS = (search_memory, search_exact, read_memory, list_topics, memory_status)
+
+
+def published(fn: Callable[..., CallToolResult]) -> Tool:
+    """A tool as `tools/list` shows it: its docstring on one line as the description, its schemas tidied."""
+    tool = Tool.from_function(fn, description=" ".join((inspect.getdoc(fn) or "").split()), annotations=READ_ONLY)
+    tidy_schema(tool.parameters)
+    tidy_schema(tool.output_schema)
+    return tool
 
 
 def build_server(
@@ -196,113 +299,43 @@ def build_server(
     open_memory: Callable[[Path], Memory] = Memory,
     background: bool = True,
     watch: bool = True,
-) -> MCPServer:
+) -> MCPServer[ServerState]:
     """An MCPServer whose tools search and read `memory`, or the memory at `root` once it can be opened."""
     if memory is None and root is None:
         raise ValueError("build_server needs a Memory or a root")
-    workers: list[Background] = []
-    started = threading.Event()
-
-    def start_worker(opened: Memory) -> None:
-        worker = Background(opened, watch=watch)
-        workers.append(worker)
-        if background and started.is_set():
-            worker.start()
-
-    gate = MemoryGate(Path(root) if root is not None else Path("."), open_memory, start_worker)
+    gate = MemoryGate(Path(root) if root is not None else Path("."), open_memory, background=background, watch=watch)
     if memory is not None:
         gate.adopt(memory)
-        start_worker(memory)
     else:
         gate.try_open()
+    return server_for(gate)
+
+
+def server_for(gate: MemoryGate) -> MCPServer[ServerState]:
+    """The MCP server of `gate`: a lifespan that starts its background work and closes it, and the tools."""
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
-        started.set()
-        if background:
-            for worker in workers:
-                worker.start()
+    async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
+        gate.start()
         try:
-            yield {}
+            yield ServerState(gate)
         finally:
-            with gate._lock:
-                gate.closed = True
-            stopped = [worker.stop(STOP_WAIT_SECONDS) for worker in workers]
-            if gate.memory is not None and all(stopped):
-                gate.memory.close()
-            elif gate.memory is not None:  # mid-way through loading the model, say: the process ends anyway
-                log.info("background indexing is still finishing a step; the indices close with the process")
+            gate.close()
 
     instructions = INSTRUCTIONS if gate.refusal is None else f"Memory is not available here: {gate.refusal}"
-    mcp = MCPServer("memory", instructions=instructions, lifespan=lifespan)
-
-    def ready() -> Memory:
-        opened = gate.get()
-        if workers and not workers[0].keyword_ready.is_set():
-            workers[0].wait_for_keyword_pass(FIRST_PASS_WAIT_SECONDS)
-        return opened
-
-    @mcp.tool(description=DESCRIPTIONS["search_memory"], annotations=READ_ONLY)
-    @tool_errors
-    def search_memory(
-        query: Query,
-        k: K = None,
-        layers: Layers = None,
-        after: After = None,
-        before: Before = None,
-    ) -> SearchResult:
-        memory = ready()
-        hits, mode = memory.search_memory(query, k, layers, after, before)
-        return search_result(hits, mode=mode, note=memory.search_note(mode, found=bool(hits)))
-
-    @mcp.tool(description=DESCRIPTIONS["search_exact"], annotations=READ_ONLY)
-    @tool_errors
-    def search_exact(
-        query: Query,
-        k: K = None,
-        layers: Layers = None,
-        after: After = None,
-        before: Before = None,
-    ) -> SearchResult:
-        memory = ready()
-        hits = memory.search_exact(query, k, layers, after, before)
-        return search_result(hits, note=memory.search_note("keyword", found=bool(hits), semantic=False))
-
-    @mcp.tool(description=DESCRIPTIONS["read_memory"], annotations=READ_ONLY)
-    @tool_errors
-    def read_memory(path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
-        return ReadResult.model_validate(gate.get().read(path, start_line, end_line))
-
-    @mcp.tool(description=DESCRIPTIONS["list_topics"], annotations=READ_ONLY)
-    @tool_errors
-    def list_topics() -> TopicList:
-        memory = gate.get()
-        found = memory.list_topics(limit=LIST_TOPICS_LIMIT)
-        topics = [Topic.model_validate({k: v for k, v in t.items() if v}) for t in found]
-        if len(found) < LIST_TOPICS_LIMIT:
-            return TopicList(topics=topics, total=len(found))
-        total = memory.topic_count()
-        note = f"the first {len(found)} of {total} topics, by path; search_memory finds the others"
-        return TopicList(topics=topics, total=total, note=note if total > len(found) else None)
-
-    @mcp.tool(description=DESCRIPTIONS["memory_status"], annotations=READ_ONLY)
-    @tool_errors
-    def memory_status() -> Status:
-        return Status.model_validate(gate.get().status())
-
-    for tool in mcp._tool_manager.list_tools():  # the SDK offers no public hook for the published schemas
-        tidy_schema(tool.parameters)
-        tidy_schema(tool.output_schema)
-    return mcp
+    return MCPServer("memory", instructions=instructions, lifespan=lifespan, tools=[published(fn) for fn in TOOLS])
 
 
-def tidy_schema(schema: Any) -> None:
+def tidy_schema(schema: object) -> None:
     """Shorten a published schema without changing what it accepts from us: drop the titles pydantic derives
     from names ("Query" for `query`), which repeat the property names, and write an optional field as its
     type alone instead of "that type or null, default null" (results leave empty fields out; a client may
-    leave out an optional argument). A property that is itself called `title` stays."""
+    leave out an optional argument), and leave out `"additionalProperties": true`, which is what JSON Schema
+    assumes anyway. A property that is itself called `title` stays."""
     if isinstance(schema, dict):
         schema.pop("title", None)
+        if schema.get("additionalProperties") is True:
+            del schema["additionalProperties"]
         options = schema.get("anyOf")
         if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
             (kept,) = [o for o in options if o != {"type": "null"}]
@@ -337,7 +370,9 @@ def log_to_file(path: Path) -> None:
 def serve(memory: Memory) -> None:
     """Run the MCP server for an opened `memory` on stdio (benchmarks pass their own; they call
     `process_memory.limit_arenas()` before opening it, as `serve_root` does)."""
-    _run(build_server(memory), memory.indexer.cancel.set)
+    gate = MemoryGate(memory.root.path, Memory)
+    gate.adopt(memory)
+    _run(server_for(gate), gate.cancel)
 
 
 def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memory] = Memory) -> None:
@@ -346,31 +381,24 @@ def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memor
     served is logged on stderr here and reported by every tool."""
     logging.getLogger().setLevel(logging.INFO)
     limit_arenas()  # before any thread starts (see process_memory.py)
-    path = Path(root).expanduser()
-    opened: list[Memory] = []
 
     def open_and_log(where: Path) -> Memory:
-        memory = open_memory(where)
-        if not opened:
-            log_to_file(memory.root.state_dir / LOG_DIR / "server.log")
-            log.info("memory server for %s (pid %d)", memory.root.path, os.getpid())
-        opened.append(memory)
+        memory = open_memory(where)  # called until it succeeds, so this runs once
+        log_to_file(memory.root.ensure_state_dir() / LOG_DIR / "server.log")
+        log.info("memory server for %s (pid %d)", memory.root.path, os.getpid())
         return memory
 
-    server = build_server(root=path, open_memory=open_and_log)
-
-    def cancel() -> None:
-        for memory in opened:
-            memory.indexer.cancel.set()
-
-    _run(server, cancel)
+    gate = MemoryGate(Path(root).expanduser(), open_and_log)
+    gate.try_open()
+    _run(server_for(gate), gate.cancel)
 
 
-def _run(server: MCPServer, on_hangup: Callable[[], None]) -> None:
+def _run(server: MCPServer[ServerState], on_hangup: Callable[[], None]) -> None:
     end_input = repair_stdin()
     exit_on_hangup(on_hangup)
     signalled = stop_on_signals(on_hangup, end_input)
-    # The SDK offers no public hook for answering unreadable lines; serve its low-level server ourselves.
+    # The one private part of the SDK used: its low-level server, served on our own stdio loop, because the
+    # SDK offers no public hook for answering lines it cannot parse (it drops them unanswered).
     anyio.run(serve_stdio, server._lowlevel_server)
     log.info("server stopped on a signal" if signalled.is_set() else "client closed the connection; server stopped")
     # The lifespan closed the indices. Skip the interpreter's teardown: it takes over a second with the model

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memory_server.errors import ConfigError
+from memory_server.errors import ConfigError, YamlError
 from memory_server.files.claude_home import git_roots, project_folder
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
 from memory_server.files.root import SETTINGS_FILE
@@ -152,6 +152,7 @@ class VectorSettings(_Section):
 
 class TranscriptSettings(_Section):
     # Claude Code's transcripts for this project; searched only when a query asks for layer "transcript".
+    # A relative path is relative to the memory root (load_settings makes it absolute).
     dir: str | None = None
     # Kept copies (sessions/transcripts/): a redacted, compressed copy of each transcript a session is
     # compressed from, read when Claude Code has deleted the original (after its cleanupPeriodDays).
@@ -169,7 +170,9 @@ class TranscriptSettings(_Section):
 class AutoMemorySettings(_Section):
     # Claude Code's auto memory (projects/<project>/memory/): a read-only layer written by the model.
     enabled: bool = True
-    dir: str | None = None  # default: where Claude Code keeps it for this project (see files/claude_home.py)
+    # Default: where Claude Code keeps it for this project (see files/claude_home.py); a relative path is
+    # relative to the memory root (load_settings makes it absolute).
+    dir: str | None = None
 
     @field_validator("dir")
     @classmethod
@@ -236,6 +239,11 @@ def load_settings(root: Path | str) -> Settings:
         check_repository_settings(raw, Path(root), source=str(path))
         apply_overrides(settings, raw, source=str(path))
     apply_overrides(settings, environment_overrides(), source="the environment")
+    for section in (settings.transcripts, settings.auto_memory):
+        if section.dir and not Path(section.dir).is_absolute():
+            # Relative to the root wherever it was set: the folder checked (check_repository_settings) is the
+            # folder read, whatever the working directory.
+            section.dir = str((Path(root) / section.dir).resolve())
     return settings
 
 
@@ -395,11 +403,9 @@ def _read_yaml(path: Path, *, required: bool) -> Any:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read settings file {path} ({exc}); fix it or delete it to use the defaults") from exc
-    import yaml
-
     try:
         return load_yaml(text)
-    except yaml.YAMLError as exc:
+    except YamlError as exc:
         detail = " ".join(str(exc).split())  # one line: errors are printed on one line
         raise ConfigError(f"{path} is not valid YAML ({detail}); fix it or delete it to use the defaults") from exc
 

@@ -1,5 +1,6 @@
-"""What the MCP tools return: typed models (so `tools/list` publishes each tool's output schema), written
-compactly because every character is read by the model.
+"""The typed records `Memory` returns and the MCP tools publish: one type each, so `tools/list` has real
+output schemas and nothing is converted at the edge. Written compactly because every character is read by
+the model.
 
 A search answer names each file's title once (`titles`), then gives per hit only what the model needs to
 judge it and to read more: path and lines (the read_memory arguments), layer, date, score, the heading
@@ -10,14 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Literal
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, WithJsonSchema
 
-from memory_server.search.query import Hit
-
-Layer = Literal["topic", "auto_memory", "session", "transcript"]
+from memory_server.files.root import Layer
+from memory_server.parse.memory_md import MemoryIndexReport
+from memory_server.search.exact import Match
+from memory_server.search.query import Hit, Mode
+from memory_server.sessions.evidence_status import AutoMemoryStatus, KeptTranscripts
 
 
 class SearchHit(BaseModel):
@@ -29,25 +32,25 @@ class SearchHit(BaseModel):
     score: float
     heading: str | None = None
     text: str
-    match: Literal["phrase", "substring", "all_terms", "any_terms"] | None = None
+    match: Match | None = None
 
 
 class SearchResult(BaseModel):
     hits: list[SearchHit]
     titles: dict[str, str] = {}
-    mode: Literal["hybrid", "keyword", "semantic"] | None = None
+    mode: Mode | None = None
     note: str | None = None
 
 
 class ReadResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
     path: str
     start_line: int
     end_line: int | None = None
     total_lines: int | None = None
     text: str
     more: str | None = None
+    cut_lines: list[int] | None = None  # lines shown cut to the per-line limit
+    source: str | None = None  # outside the root: which file answered (a transcript or its kept copy; auto memory)
 
 
 class Topic(BaseModel):
@@ -82,6 +85,13 @@ class SemanticIndexStatus(BaseModel):
     error: str | None = None
 
 
+class IndexingStatus(BaseModel):
+    stage: str
+    done: int
+    total: int
+    stopped: str | None = None  # why background indexing stopped, and when it is tried again
+
+
 class ProblemFile(BaseModel):
     path: str
     status: str
@@ -103,48 +113,18 @@ class SessionsQueue(BaseModel):
     how: str | None = None
 
 
-class AtRiskSession(BaseModel):
-    session: str
-    transcript: str
-    deleted_in_days: float
-    state: Literal["not kept", "kept in part"]
-
-
-class KeptTranscripts(BaseModel):
-    keep: bool
-    cleanup_period_days: int  # Claude Code's cleanupPeriodDays (its user settings; 30 by default)
-    cleanup_setting: str
-    transcripts: int  # named by the compressed sessions
-    kept: int
-    at_risk_count: int  # not kept yet, and Claude Code deletes them within transcripts.cleanup_warn_days
-    at_risk: list[AtRiskSession]
-    gone_count: int  # deleted before they were kept
-    gone: list[str]
-    over_budget: list[str]
-    how: str | None = None
-
-
-class AutoMemoryStatus(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    folder: str
-    how: str | None = None
-    written_by: str | None = None
-    files: int | None = None
-    past_limit_count: int | None = None  # MEMORY.md entries past what Claude Code loads (200 lines / 25,000 chars)
-    orphan_count: int | None = None  # files MEMORY.md does not point to
-    problem: str | None = None
-
-
 class DreamStatus(BaseModel):
     due: bool
     reason: str
     how: str | None = None
 
 
-class Status(BaseModel):
-    model_config = ConfigDict(extra="allow")
+# Published as a plain object: the model reads these parts of memory_status when they matter, and their full
+# schemas would make every tools/list a kilobyte longer.
+PlainObject = WithJsonSchema({"type": "object"})
 
+
+class Status(BaseModel):
     root: str
     files: int
     files_by_layer: dict[str, int]
@@ -152,19 +132,19 @@ class Status(BaseModel):
     chunks_by_layer: dict[str, int]
     keyword_index: KeywordIndexStatus
     semantic_index: SemanticIndexStatus
-    indexing: dict[str, int | str]
+    indexing: Annotated[IndexingStatus, PlainObject]
     problem_files: list[ProblemFile]
     problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
     sessions_queue: SessionsQueue | None = None
-    kept_transcripts: KeptTranscripts | None = None
-    auto_memory: AutoMemoryStatus | None = None
+    kept_transcripts: Annotated[KeptTranscripts, PlainObject] | None = None  # sessions/evidence_status.py
+    auto_memory: Annotated[AutoMemoryStatus, PlainObject] | None = None  # None: the project has none
     dream: DreamStatus
-    memory_index: dict[str, Any] | None = None
+    memory_index: Annotated[MemoryIndexReport, PlainObject] | None = None
     config_error: str | None = None
 
 
-def search_result(hits: Sequence[Hit], *, mode: str | None = None, note: str | None = None) -> SearchResult:
+def search_result(hits: Sequence[Hit], *, mode: Mode | None = None, note: str | None = None) -> SearchResult:
     """Hits in rank order, each file's title once."""
     titles: dict[str, str] = {}
     out = []
@@ -176,15 +156,15 @@ def search_result(hits: Sequence[Hit], *, mode: str | None = None, note: str | N
                 path=hit.path,
                 start_line=hit.start_line,
                 end_line=hit.end_line,
-                layer=hit.layer,  # type: ignore[arg-type]
+                layer=hit.layer,
                 date=hit.date,
                 score=round(hit.score, 3),
                 heading=heading,
                 text=hit.text,
-                match=hit.match,  # type: ignore[arg-type]
+                match=hit.match,
             )
         )
-    return SearchResult(hits=out, titles=titles, mode=mode, note=note)  # type: ignore[arg-type]
+    return SearchResult(hits=out, titles=titles, mode=mode, note=note)
 
 
 def compact(model: BaseModel) -> CallToolResult:

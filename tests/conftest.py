@@ -232,7 +232,7 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def memory(root: Path):
     """Memory over `root` with the keyword index only (no model, no Chroma)."""
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     yield m
     m.close()

@@ -27,7 +27,7 @@ from typing import Any
 
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.items import parse_item
-from memory_server.dream.propose import Batch, open_batch, propose
+from memory_server.dream.propose import Batch, ProposeResult, open_batch, propose
 from memory_server.dream.review import reject_proposal
 from memory_server.files.root import MemoryRoot
 from memory_server.files.scaffold import init_root
@@ -159,21 +159,29 @@ def check_entry(scenarios: dict[str, Scenario], entry: dict[str, Any], work: Pat
     return Outcome(bool(passed), refused[0] if refused else "")
 
 
+def reject_first(root: Path, prior: dict[str, Any], items: Path) -> ProposeResult:
+    """A person rejected `prior` before: it is proposed and rejected, and the sessions it read are marked unread
+    again, so a later item is checked against the same ones. Returns the prior's proposal."""
+    items.write_text(json.dumps({"items": [prior]}), encoding="utf-8")
+    first = propose(root, items, clock=lambda: NOW)
+    if first.id is None or not first.changes:
+        return first
+    reject_proposal(root, first.id, clock=lambda: NOW)
+    state_path = root / ".memory" / "dream-state.json"
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    state["processed"] = {}
+    state_path.write_text(json.dumps(state), encoding="utf-8")
+    return first
+
+
 def _after_rejection(scenario: Scenario, entry: dict[str, Any], work: Path) -> Outcome:
     root = work / f"{entry['id']}-root"
     shutil.copytree(scenario.root, root, symlinks=True)
     items = work / f"{entry['id']}-items.json"
     with transcripts_env(scenario.transcripts):
-        items.write_text(json.dumps({"items": [entry["prior_rejection"]]}), encoding="utf-8")
-        first = propose(root, items, clock=lambda: NOW)
+        first = reject_first(root, entry["prior_rejection"], items)
         if first.id is None or not first.changes:
             return Outcome(False, f"the prior item was not proposed: {first.refusals or first.message}")
-        reject_proposal(root, first.id, clock=lambda: NOW)
-        # the sessions are read now: they are marked unread again, so the item is checked against the same ones
-        state_path = root / ".memory" / "dream-state.json"
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        state["processed"] = {}
-        state_path.write_text(json.dumps(state), encoding="utf-8")
         items.write_text(json.dumps({"items": [entry["item"]]}), encoding="utf-8")
         second = propose(root, items, clock=lambda: NOW + 60)
     return Outcome(second.id is not None and not second.refusals, (second.refusals or [""])[0])

@@ -130,10 +130,24 @@ def test_a_repositorys_memory_yaml_may_not_point_the_layer_elsewhere(project: di
     assert load_settings(project["root"]).auto_memory.dir == str(project["folder"])
 
 
+def test_a_relative_auto_memory_dir_is_read_where_it_was_checked(
+    project: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked against the root (this project's own Claude Code folders), so read from the root too, not from
+    the working directory."""
+    relative = os.path.relpath(project["folder"], project["root"])
+    (project["root"] / "memory.yaml").write_text(f"auto_memory:\n  dir: {relative}\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere" / "deeper"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)  # from here, the relative path names a folder that does not exist
+    root = MemoryRoot(project["root"])
+    found = auto_memory.locate(root, load_settings(root.path))
+    assert found is not None and found.path == project["folder"].resolve()
+
+
 def test_its_entries_are_searchable_as_their_own_layer(project: dict[str, Path]) -> None:
     before = snapshot(project["folder"])
-    memory = Memory(project["root"], embedder=FakeEmbedder())
-    try:
+    with Memory(project["root"], embedder=FakeEmbedder()) as memory:
         memory.index()
         hits = memory.search_exact("redis://localhost:6390")
         assert hits and hits[0].layer == "auto_memory" and hits[0].path == "auto-memory:testing.md"
@@ -145,34 +159,29 @@ def test_its_entries_are_searchable_as_their_own_layer(project: dict[str, Path])
         for text in ("plutonium", "x7Yzx7Yz"):  # behind a symlink or hard link out; a secret
             assert not any(text in h.text for h in memory.search_exact(text, k=20, layers=["auto_memory"]))
         got = memory.read("auto-memory:testing.md", 8, 9)
-        assert got["text"].startswith("- The integration tests need REDIS_URL") and SECRET not in got["text"]
-        assert "written by the model" in got["source"] and got["total_lines"] == 9
+        assert got.text.startswith("- The integration tests need REDIS_URL") and SECRET not in got.text
+        assert got.source is not None and "written by the model" in got.source and got.total_lines == 9
         for bad in ("auto-memory:leak.md", "auto-memory:../../x.md", "auto-memory:/etc/passwd.md", "auto-memory:a"):
             with pytest.raises(PathRefusedError):
                 memory.read(bad)
         status = memory.status()
-        assert status["files_by_layer"]["auto_memory"] == 6 and status["keyword_index"]["fresh"] is True
-        skipped = {p["path"]: p["reason"] for p in status["problem_files"]}
+        assert status.files_by_layer["auto_memory"] == 6 and status.keyword_index.fresh is True
+        skipped = {p.path: p.reason or "" for p in status.problem_files}
         assert "never read" in skipped["auto-memory:leak.md"] and "never read" in skipped["auto-memory:hard.md"]
-    finally:
-        memory.close()
     assert snapshot(project["folder"]) == before  # nothing written into Claude Code's folder
 
 
 def test_status_reports_entries_past_the_limit_and_files_nothing_points_to(project: dict[str, Path]) -> None:
-    memory = Memory(project["root"], embedder=False)
-    try:
-        auto = memory.status()["auto_memory"]
-        notes = memory.status()["notes"]
-    finally:
-        memory.close()
-    assert auto["files"] == 6  # leak.md and hard.md are listed, never read (they lead out)
+    with Memory(project["root"], keyword_only=True) as memory:
+        status = memory.status()
+    auto, notes = status.auto_memory, status.notes
+    assert auto is not None and auto.files == 6  # leak.md and hard.md are listed, never read (they lead out)
     lines = INDEX.splitlines()
     past = [n + 1 for n in range(200, len(lines))]  # Claude Code loads the first 200 lines
-    assert auto["past_limit_count"] == len(past) == 6
-    assert auto["past_limit"][-2]["text"].startswith("- Deploys go through the staging cluster first")
-    assert sorted(auto["orphans"]) == ["hard.md", "leak.md", "orphan.md"]
-    assert auto["outside_links"] == ["../../elsewhere/notes.md"]
+    assert auto.past_limit_count == len(past) == 6
+    assert auto.past_limit[-2].text.startswith("- Deploys go through the staging cluster first")
+    assert sorted(auto.orphans) == ["hard.md", "leak.md", "orphan.md"]
+    assert auto.outside_links == ["../../elsewhere/notes.md"]
     assert any("past the 200-line / 25,000-character limit" in n for n in notes)
     assert any("files nothing in MEMORY.md points to" in n for n in notes)
     shown = run_cli("status", "--root", str(project["root"]))
@@ -182,29 +191,25 @@ def test_status_reports_entries_past_the_limit_and_files_nothing_points_to(proje
 def test_the_character_limit_counts_too(project: dict[str, Path]) -> None:
     long = "# Memory\n\n" + "".join(f"- entry {n}: " + "x" * 300 + "\n" for n in range(100))
     (project["folder"] / "MEMORY.md").write_text(long, encoding="utf-8")
-    memory = Memory(project["root"], embedder=False)
-    try:
-        auto = memory.status()["auto_memory"]
-    finally:
-        memory.close()
+    with Memory(project["root"], keyword_only=True) as memory:
+        auto = memory.status().auto_memory
     # 100 lines of about 312 characters: Claude Code stops at 25,000 characters, inside line 82
-    assert auto["past_limit_count"] == 102 - 81 and auto["past_limit"][0]["line"] == 82
+    assert auto is not None and auto.past_limit_count == 102 - 81 and auto.past_limit[0].line == 82
 
 
 def test_the_layer_works_from_a_read_only_folder_and_can_be_turned_off(project: dict[str, Path]) -> None:
     folder = project["folder"]
     os.chmod(folder, 0o555)
     try:
-        memory = Memory(project["root"], embedder=False)
-        memory.index()
-        assert memory.search_exact("tabs for indentation")
-        memory.close()
+        with Memory(project["root"], keyword_only=True) as memory:
+            memory.index()
+            assert memory.search_exact("tabs for indentation")
+            assert memory.status().auto_memory is not None
         (project["root"] / "memory.yaml").write_text("auto_memory:\n  enabled: false\n", encoding="utf-8")
-        memory = Memory(project["root"], embedder=False)
-        memory.index()
-        assert not memory.search_exact("tabs for indentation")
-        assert "auto_memory" not in memory.status()
-        memory.close()
+        with Memory(project["root"], keyword_only=True) as memory:
+            memory.index()
+            assert not memory.search_exact("tabs for indentation")
+            assert memory.status().auto_memory is None
     finally:
         os.chmod(folder, 0o755)
 
@@ -329,10 +334,7 @@ def test_a_memory_root_made_in_claude_codes_memory_folder_is_not_read_twice(proj
     init_root(folder)  # the set-up docs/settings.md describes: the memory root is that folder itself
     root = MemoryRoot(folder)
     assert auto_memory.locate(root, load_settings(folder)) is None
-    memory = Memory(folder, embedder=False)
-    try:
+    with Memory(folder, keyword_only=True) as memory:
         memory.index()
-        assert "auto_memory" not in memory.status()["files_by_layer"]
+        assert "auto_memory" not in memory.status().files_by_layer
         assert memory.search_exact("the parser handles case 7")[0].path == "MEMORY.md"
-    finally:
-        memory.close()

@@ -18,10 +18,23 @@ BENCH = REPO / "bench"
 LOCOMO_METRICS = [f"turn_recall@{k}" for k in (1, 3, 5, 10)] + [f"session_recall@{k}" for k in (1, 3, 5)]
 
 
+def _data_dir(env: dict[str, str]) -> Path:
+    """The data folder a benchmark process started with `env` reads."""
+    code = "import benchlib; print(benchlib.data_dir())"
+    done = subprocess.run([sys.executable, "-c", code], cwd=BENCH, env=env, capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
+
+
 def _locomo_data() -> Path:
-    override = os.environ.get("MEMORY_BENCH_DATA")
-    base = Path(override).expanduser() if override else SHARED / "bench"
-    return base / "locomo10.json"
+    return _data_dir(dict(os.environ)) / "locomo10.json"
+
+
+def test_the_benchmarks_read_the_data_the_tests_are_pointed_at(tmp_path: Path) -> None:
+    """MEMORY_SERVER_SHARED moves the tests' data (tests/conftest.py); the benchmark processes the smoke tests
+    start read the same folder (they ignored it, and read ../shared whatever it said)."""
+    env = {k: v for k, v in os.environ.items() if k != "MEMORY_BENCH_DATA"}
+    assert _data_dir({**env, "MEMORY_SERVER_SHARED": str(tmp_path / "data")}) == tmp_path / "data" / "bench"
+    assert _data_dir({**env, "MEMORY_SERVER_SHARED": str(tmp_path / "data"), "MEMORY_BENCH_DATA": "/x"}) == Path("/x")
 
 
 def _run(script: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

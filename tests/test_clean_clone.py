@@ -17,7 +17,10 @@ from pathlib import Path
 
 from conftest import REPO
 
-CHECKS = " && .venv/bin/mypy && .venv/bin/ruff check memory_server tests bench"
+CHECKS = (
+    " && .venv/bin/mypy && .venv/bin/mypy --config-file tests/mypy.ini"
+    " && .venv/bin/ruff check memory_server tests bench && .venv/bin/ruff format --check memory_server tests bench"
+)
 SHARED_SEEDS = {"SHARED", "SHARED_TRANSCRIPTS", "require_shared"}
 
 
@@ -29,7 +32,7 @@ def readme_test_command() -> str:
     return command
 
 
-def test_ci_runs_the_readme_test_command_then_mypy_and_ruff() -> None:
+def test_ci_runs_the_readme_test_command_then_mypy_ruff_and_the_format_check() -> None:
     command = readme_test_command()
     assert "\n" not in command and command.endswith("&& .venv/bin/pytest"), command
     assert "@anthropic-ai/claude-code@2.1.197" in command and "@anthropic-ai/claude-code@2.1.332" in command
@@ -87,6 +90,18 @@ def shared_tests(path: Path) -> list[str]:
     for node in tree.body:  # `from conftest import SHARED_TRANSCRIPTS as TRANSCRIPTS`
         if isinstance(node, ast.ImportFrom) and node.module == "conftest":
             tainted |= {alias.asname for alias in node.names if alias.name in SHARED_SEEDS and alias.asname}
+    definitions = _module_definitions(tree)
+    changed = True
+    while changed:
+        grown = {name for name, node in definitions.items() if name not in tainted and _uses(name, node, tainted)}
+        tainted |= grown
+        changed = bool(grown)
+    rel = path.relative_to(REPO).as_posix()
+    return sorted(f"{rel}::{name}" for name in tainted if name.startswith("test_") and name in definitions)
+
+
+def _module_definitions(tree: ast.Module) -> dict[str, ast.AST]:
+    """Each module-level name (function, class, assigned name) and the statement that defines it."""
     definitions: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -96,20 +111,13 @@ def shared_tests(path: Path) -> list[str]:
             for target in targets:
                 for name in _names_in(target):
                     definitions[name] = node
-    changed = True
-    while changed:
-        changed = False
-        for name, node in definitions.items():
-            if name in tainted:
-                continue
-            params = set()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                params = {a.arg for a in node.args.args}
-            if (_names_in(node) - {name}) & tainted or params & tainted or _mentions_shared_folder(node):
-                tainted.add(name)
-                changed = True
-    rel = path.relative_to(REPO).as_posix()
-    return sorted(f"{rel}::{name}" for name in tainted if name.startswith("test_") and name in definitions)
+    return definitions
+
+
+def _uses(name: str, node: ast.AST, tainted: set[str]) -> bool:
+    """Whether the definition of `name` mentions a shared name (its fixtures included) or the shared folder."""
+    params = {a.arg for a in node.args.args} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
+    return bool((_names_in(node) - {name}) & tainted or params & tainted or _mentions_shared_folder(node))
 
 
 def test_shared_tests_are_found() -> None:

@@ -64,17 +64,15 @@ def test_claude_codes_cleanup_period_comes_from_its_user_settings(setup: dict[st
 
 
 def test_status_warns_about_transcripts_deleted_within_a_week_that_are_not_kept(setup: dict[str, Path]) -> None:
-    memory = Memory(setup["root"], embedder=False)
-    try:
-        kept = memory.status()["kept_transcripts"]
-    finally:
-        memory.close()
-    assert kept["cleanup_period_days"] == 10 and kept["transcripts"] == 3 and kept["kept"] == 0
+    with Memory(setup["root"], keyword_only=True) as memory:
+        kept = memory.status().kept_transcripts
+    assert kept is not None
+    assert kept.cleanup_period_days == 10 and kept.transcripts == 3 and kept.kept == 0
     # 10 days after the last change: 4, 8 and 9 days left; a week's warning covers the first only
-    assert kept["at_risk_count"] == 1
-    risk = kept["at_risk"][0]
-    assert risk["transcript"] == str(setup["t1"]) and risk["state"] == "not kept"
-    assert 3.9 < risk["deleted_in_days"] < 4.1
+    assert kept.at_risk_count == 1
+    risk = kept.at_risk[0]
+    assert risk.transcript == str(setup["t1"]) and risk.state == "not kept"
+    assert 3.9 < risk.deleted_in_days < 4.1
     shown = run_cli("status", "--root", str(setup["root"]))
     assert shown.returncode == 0, shown.stderr
     assert "1 at risk" in shown.stdout and f"at risk: {setup['t1']}" in shown.stdout
@@ -89,17 +87,13 @@ def test_keep_keeps_every_transcript_not_kept_yet_and_status_is_quiet_after(setu
         assert find_kept(MemoryRoot(setup["root"]), setup[f"t{n}"].stem) is not None
     again = run_cli("keep", "--root", str(setup["root"]))
     assert "0 kept now, 3 already kept" in again.stdout
-    memory = Memory(setup["root"], embedder=False)
-    try:
-        kept = memory.status()["kept_transcripts"]
-        assert kept["kept"] == 3 and kept["at_risk_count"] == 0
-    finally:
-        memory.close()
+    with Memory(setup["root"], keyword_only=True) as memory:
+        kept = memory.status().kept_transcripts
+    assert kept is not None and kept.kept == 3 and kept.at_risk_count == 0
 
 
 def test_a_transcript_that_grew_after_it_was_kept_is_at_risk_until_kept_again(setup: dict[str, Path]) -> None:
-    memory = Memory(setup["root"], embedder=False)
-    try:
+    with Memory(setup["root"], keyword_only=True) as memory:
         memory.keep_transcripts()
         t1 = setup["t1"]
         stamp = t1.stat().st_mtime
@@ -109,25 +103,21 @@ def test_a_transcript_that_grew_after_it_was_kept_is_at_risk_until_kept_again(se
         kept_copy = find_kept(MemoryRoot(setup["root"]), t1.stem)
         assert kept_copy is not None
         os.utime(kept_copy, (stamp, stamp))
-        risk = memory.status()["kept_transcripts"]["at_risk"]
-        assert [r["state"] for r in risk] == ["kept in part"]
+        kept = memory.status().kept_transcripts
+        assert kept is not None and [r.state for r in kept.at_risk] == ["kept in part"]
         report = memory.keep_transcripts()
         assert [r.lines_added for r in report.kept] == [1]
-        assert memory.status()["kept_transcripts"]["at_risk_count"] == 0
-    finally:
-        memory.close()
+        kept = memory.status().kept_transcripts
+        assert kept is not None and kept.at_risk_count == 0
 
 
 def test_a_transcript_deleted_before_it_was_kept_is_reported_gone(setup: dict[str, Path]) -> None:
     setup["t1"].unlink()
-    memory = Memory(setup["root"], embedder=False)
-    try:
+    with Memory(setup["root"], keyword_only=True) as memory:
         report = memory.keep_transcripts()
         assert report.gone == [str(setup["t1"])] and len(report.kept) == 2
         status = memory.status()
-        assert status["kept_transcripts"]["gone_count"] == 1
-        assert any("deleted by Claude Code before they were kept" in n for n in status["notes"])
-    finally:
-        memory.close()
+    assert status.kept_transcripts is not None and status.kept_transcripts.gone_count == 1
+    assert any("deleted by Claude Code before they were kept" in n for n in status.notes)
     done = run_cli("keep", "--root", str(setup["root"]), "--json")
     assert json.loads(done.stdout)["gone"] == [str(setup["t1"])]

@@ -120,25 +120,29 @@ def test_a_full_disk_is_one_line_and_exit_2(root: Path):
     assert "No space left on device" in done.stderr and "free some space" in done.stderr
 
 
-@pytest.mark.parametrize(
-    "error, advice",
-    [
-        (OSError(errno.EROFS, "Read-only file system", "/mnt/ro/MEMORY.md"), "read-only"),
-        (OSError(errno.ENOSPC, "No space left on device", "/mnt/full/MEMORY.md"), "free some space"),
-        (OSError(errno.EACCES, "Permission denied", "/mnt/locked/MEMORY.md"), "permissions"),
-    ],
-)
-def test_file_system_errors_are_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, error, advice):
-    import memory_server.files.scaffold as scaffold
+@pytest.mark.parametrize("disk_state, advice", [("read-only", "read-only"), ("full", "free some space")])
+def test_file_system_errors_are_one_line_and_exit_2(tmp_path: Path, capsys, disk_state: str, advice: str):
+    """`init` on a real read-only or full file system (a small tmpfs): one line saying what to do, status 2."""
+    from test_failures import fill, small_disk
 
-    def refuse(root: Path) -> list[str]:
-        raise error
-
-    monkeypatch.setattr(scaffold, "init_root", refuse)
-    assert main(["init", "--root", str(tmp_path)]) == 2
+    with small_disk(tmp_path, "1m") as disk:
+        if disk_state == "full":
+            fill(disk)
+        else:
+            remounted = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True)
+            if remounted.returncode != 0:
+                pytest.skip(f"cannot make the tmpfs read-only here: {remounted.stderr.strip()}")
+        assert main(["init", "--root", str(disk / "memory")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("memory-server: ") and advice in err and error.filename in err
+    assert err.startswith("memory-server: ") and advice in err and str(disk / "memory") in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_permission_error_says_to_check_permissions() -> None:
+    from memory_server.commands.common import describe_os_error
+
+    said = describe_os_error(PermissionError(errno.EACCES, "Permission denied", "/mnt/locked/MEMORY.md"))
+    assert said == "Permission denied: /mnt/locked/MEMORY.md; " + said.split("; ", 1)[1] and "permissions" in said
 
 
 def test_a_closed_pipe_ends_quietly(root: Path):

@@ -144,12 +144,12 @@ def tool_inputs(path: Path, names: set[str]) -> list[dict]:
 
 
 def failed_tool_ids(path: Path) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for rec in records(path):
         content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
         if isinstance(content, list):
             out |= {
-                b.get("tool_use_id")
+                str(b.get("tool_use_id"))
                 for b in content
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error") is True
             }
@@ -334,9 +334,9 @@ def test_a_grown_transcript_gets_a_continuation(tmp_path: Path, memroot: MemoryR
 def test_what_was_compressed_is_read_from_the_files_not_from_state(tmp_path: Path, memroot: MemoryRoot) -> None:
     path = require(SHARED_TRANSCRIPTS / "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl")
     (out,) = compress_transcript(path, memroot)
-    for p in sorted(memroot.state_dir.rglob("*"), reverse=True):
+    for p in sorted(memroot.ensure_state_dir().rglob("*"), reverse=True):
         p.rmdir() if p.is_dir() else p.unlink()
-    memroot.state_dir.rmdir()
+    memroot.ensure_state_dir().rmdir()
     assert compress_transcript(path, memroot) == []
     assert read_front_matter(out)["lines"] == [1, 21]
 
@@ -465,7 +465,7 @@ def test_concurrent_compressions_write_one_file_set(tmp_path: Path, memroot: Mem
 
 def test_a_held_lock_times_out_with_locked_error(memroot: MemoryRoot) -> None:
     path = require(SHARED_TRANSCRIPTS / "chiphuyen__sniffly__fed8ce56-bc79-401f-a83e-af084253362f.jsonl")
-    holder = FileLock(str(memroot.state_dir / "compress.lock"))
+    holder = FileLock(str(memroot.ensure_state_dir() / "compress.lock"))
     result: list[BaseException] = []
 
     def attempt() -> None:  # another thread: a lock held by this thread would be re-entered

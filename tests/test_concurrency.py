@@ -13,6 +13,7 @@ import random
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from conftest import write
@@ -104,29 +105,45 @@ def _mutate(root: Path, markers: dict[str, str], rng: random.Random, step: int) 
             markers[new_rel] = f"zqt{i + 1000}v{version}"
 
 
+async def ask(s, n: int, stop: anyio.Event, markers: dict[str, str], calls: dict[str, Any]) -> None:
+    """One client's calls, over and over until `stop`: answers and errors counted in `calls`."""
+    rng = random.Random(n)
+    while not stop.is_set():
+        marker = rng.choice(sorted(markers.values()))
+        for name, args in (
+            ("search_exact", {"query": marker, "k": 3}),
+            ("search_memory", {"query": f"how fast is component {rng.randrange(12)}?", "k": 4}),
+            ("memory_status", {}),
+        ):
+            result = await s.call_tool(name, args)
+            if result.is_error:
+                calls["errors"].append((n, name, args, "".join(getattr(c, "text", "") for c in result.content)))
+            else:
+                calls["answered"] += 1
+        await anyio.sleep(0.05)
+
+
+async def converged(sessions: list, markers: dict[str, str], retired: set[str]) -> None:
+    """Everything has stopped writing: each server converges on the files as they are now, finding every
+    file's current version and no stale version of any file."""
+    for s in sessions:
+        await wait_until_indexed(s, timeout=SETTLE_SECONDS)
+    for n, s in enumerate(sessions):
+        for rel, marker in sorted(markers.items()):
+            hits = payload(await s.call_tool("search_exact", {"query": marker, "k": 5}))["hits"]
+            assert [h["path"] for h in hits if marker in h["text"]] == [rel], (n, rel, marker, hits)
+        for marker in sorted(retired):
+            hits = payload(await s.call_tool("search_exact", {"query": marker, "k": 5}))["hits"]
+            assert not [h for h in hits if marker in h["text"]], (n, "stale version found", marker, hits)
+
+
 def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
     root = tmp_path / "memory"
     markers = seed(root)
     retired: set[str] = set()
     logs = [open(tmp_path / f"server{n}.log", "w") for n in range(SERVERS)]
-    calls = {"answered": 0, "errors": []}
+    calls: dict[str, Any] = {"answered": 0, "errors": []}
     rebuild: dict[str, object] = {}
-
-    async def ask(s, n: int, stop: anyio.Event) -> None:
-        rng = random.Random(n)
-        while not stop.is_set():
-            marker = rng.choice(sorted(markers.values()))
-            for name, args in (
-                ("search_exact", {"query": marker, "k": 3}),
-                ("search_memory", {"query": f"how fast is component {rng.randrange(12)}?", "k": 4}),
-                ("memory_status", {}),
-            ):
-                result = await s.call_tool(name, args)
-                if result.is_error:
-                    calls["errors"].append((n, name, args, "".join(getattr(c, "text", "") for c in result.content)))
-                else:
-                    calls["answered"] += 1
-            await anyio.sleep(0.05)
 
     async def writer(stop: anyio.Event) -> None:
         rng = random.Random(7)
@@ -155,20 +172,10 @@ def test_three_servers_a_rebuild_and_writers_at_once(tmp_path: Path) -> None:
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
                 for n, s in enumerate(sessions):
-                    tg.start_soon(ask, s, n, stop)
+                    tg.start_soon(ask, s, n, stop, markers, calls)
                 tg.start_soon(writer, stop)
                 tg.start_soon(rebuilder)
-            # Everything has stopped writing: each server must converge on the files as they are now.
-            for s in sessions:
-                await wait_until_indexed(s, timeout=SETTLE_SECONDS)
-            # Every server finds every file's current version, and no stale version of any file.
-            for n, s in enumerate(sessions):
-                for rel, marker in sorted(markers.items()):
-                    hits = payload(await s.call_tool("search_exact", {"query": marker, "k": 5}))["hits"]
-                    assert [h["path"] for h in hits if marker in h["text"]] == [rel], (n, rel, marker, hits)
-                for marker in sorted(retired):
-                    hits = payload(await s.call_tool("search_exact", {"query": marker, "k": 5}))["hits"]
-                    assert not [h for h in hits if marker in h["text"]], (n, "stale version found", marker, hits)
+            await converged(sessions, markers, retired)
 
     try:
         anyio.run(main)

@@ -30,13 +30,12 @@ def many_files(root: Path, n: int = 40) -> None:
         write(root, f"topics/extra{i}.md", f"# Extra {i}\n\nToken zzextra{i} lives here.\n\n- item {i} of a list\n")
 
 
-def indexed(root: Path, embedder: FakeEmbedder | bool = False) -> None:
-    """Write the extra files and index them, then close (the last connection checkpoints the WAL into the
-    main file, so damage to it is damage to the index)."""
+def indexed(root: Path, embedder: FakeEmbedder | None = None) -> None:
+    """Write the extra files and index them (keyword only, unless an embedder is given), then close (the last
+    connection checkpoints the WAL into the main file, so damage to it is damage to the index)."""
     many_files(root)
-    m = Memory(root, embedder=embedder)
-    m.index()
-    m.close()
+    with Memory(root, keyword_only=embedder is None, embedder=embedder) as m:
+        m.index()
 
 
 def damage(path: Path, how: str) -> None:
@@ -61,12 +60,12 @@ def test_a_damaged_keyword_index_is_rebuilt_by_the_next_index_run(root: Path, ho
     indexed(root)
     damage(root / ".memory" / "index.sqlite3", how)
 
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     with caplog.at_level(logging.WARNING):
         m.index()
     try:
         assert all_found(m)
-        assert any("unreadable" in note and "rebuilt" in note for note in m.status()["notes"]), m.status()["notes"]
+        assert any("unreadable" in note and "rebuilt" in note for note in m.status().notes), m.status().notes
         assert "unreadable" in caplog.text
     finally:
         m.close()
@@ -76,7 +75,7 @@ def test_a_damaged_keyword_index_is_rebuilt_by_the_next_index_run(root: Path, ho
 def test_a_search_on_a_damaged_keyword_index_repairs_it_and_answers(root: Path, how: str) -> None:
     indexed(root)
     damage(root / ".memory" / "index.sqlite3", how)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         hits = m.search_exact("zzextra39", k=3)  # the first thing this process does
         assert [h.path for h in hits] == ["topics/extra39.md"]
@@ -150,7 +149,7 @@ def test_a_deleted_chroma_folder_is_refilled_from_the_files_without_the_model(ro
             report = m.index()
         assert vectors_match_chunks(m)
         assert report.chunks_embedded == 0, "vectors came back from the embedding cache, not the model"
-        assert any("vector index disagreed" in n for n in m.status()["notes"])
+        assert any("vector index disagreed" in n for n in m.status().notes)
         assert "vector index disagreed" in caplog.text
         hits, mode = m.search_memory("Token zzextra5", k=3)
         assert mode == "hybrid" and hits[0].path == "topics/extra5.md"
@@ -168,7 +167,7 @@ def test_a_garbage_chroma_store_is_made_anew(root: Path, caplog) -> None:
         with caplog.at_level(logging.WARNING):
             m.index()
         assert vectors_match_chunks(m)
-        assert any("could not be opened" in n for n in m.status()["notes"]), m.status()["notes"]
+        assert any("could not be opened" in n for n in m.status().notes), m.status().notes
         assert "could not be opened" in caplog.text
     finally:
         m.close()
@@ -212,7 +211,7 @@ def test_a_manifest_that_disagrees_with_the_stored_chunks_and_vectors_is_repaire
         assert all_found(m)
         assert m.search_exact("zzghost") == []
         assert vectors_match_chunks(m)
-        notes = m.status()["notes"]
+        notes = m.status().notes
         assert any("disagreed with its manifest" in n for n in notes), notes
         assert any("vector index disagreed" in n for n in notes), notes
     finally:
@@ -260,7 +259,7 @@ def tamper_keeping_size_and_time(path: Path, old: str, new: str) -> None:
 
 def test_a_file_changed_behind_the_manifest_is_caught_by_verify(root: Path, caplog) -> None:
     many_files(root)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         tamper_keeping_size_and_time(root / "topics/extra4.md", "zzextra4", "zzfresh4")
@@ -271,7 +270,7 @@ def test_a_file_changed_behind_the_manifest_is_caught_by_verify(root: Path, capl
         assert report.updated == ["topics/extra4.md"]
         assert [h.path for h in m.search_exact("zzfresh4")] == ["topics/extra4.md"]
         assert m.search_exact("zzextra4") == []
-        assert any("without its size or modification time changing" in n for n in m.status()["notes"])
+        assert any("without its size or modification time changing" in n for n in m.status().notes)
         assert "without its size or modification time changing" in caplog.text
         assert m.index(verify=True).updated == []  # nothing left to repair
     finally:

@@ -76,6 +76,7 @@ def scripted_root(tmp_path: Path, kind: str) -> Path:
 def proposal(root: Path, tmp_path: Path) -> tuple[str, dict[str, bytes], dict]:
     """Make a proposal; return its id, the bytes each target has after an uninterrupted apply, and the meta."""
     result = dream(root)
+    assert result.id is not None, result.message
     reference = tmp_path / "reference"
     shutil.copytree(root, reference)
     applied = apply_proposal(reference, result.id, clock=lambda: NOW)
@@ -243,6 +244,7 @@ def test_a_save_that_lands_between_the_check_and_the_rename_is_kept(tmp_path: Pa
 def test_an_interrupted_reject_is_recorded_in_the_proposal_and_the_state_together(tmp_path: Path) -> None:
     root = scripted_root(tmp_path / "live", "plain")
     pid = dream(root).id
+    assert pid is not None
     killed = run(root, "dream", "reject", pid, "--hunks", "1", crash="dream-apply-before-meta")
     assert killed.returncode == KILLED, killed.stderr
     assert meta_of(root, pid)["hunks"][0]["status"] == "pending"
@@ -295,10 +297,10 @@ def test_compress_killed_before_its_rename_leaves_no_partial_file_and_the_next_r
     assert leftover.name.startswith(f".{want.name}.") and leftover.parent.name == want.parent.name
     rel = leftover.relative_to(root).as_posix()
     assert layer_of(rel) is None and rel not in dict(MemoryRoot(root).memory_files())
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
-        assert memory.status()["files_by_layer"].get("session", 0) == 0  # the indexer ignores the dot-file
+        assert memory.status().files_by_layer.get("session", 0) == 0  # the indexer ignores the dot-file
     finally:
         memory.close()
 

@@ -414,15 +414,11 @@ def test_an_item_without_a_section_is_placed_by_meaning_and_not_without_it(tmp_p
         "them unless killed.\n"
     )
     diffs = {}
-    for name, memory_embedder in (("semantic", FakeEmbedder()), ("keywords", False)):
+    for name, embedder in (("semantic", FakeEmbedder()), ("keywords", None)):
         root = make_root(tmp_path / name)
         (root / "topics" / "cli.md").write_text(cli_topic, encoding="utf-8")
         (root / "memory.yaml").write_text("dream:\n  topic_match_min: 0.3\n  topic_semantic_min: 0.4\n")
-        memory = Memory(root, embedder=memory_embedder)
-        try:
-            result = dream(root, [item], memory=memory)
-        finally:
-            memory.close()
+        result = dream(root, [item], embedder=embedder)
         diffs[name] = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
         diffs[name + " report"] = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     assert " - Plain text output by default; --json switches it.\n+- Keep command output" in diffs["semantic"]
@@ -837,7 +833,7 @@ def test_query_key_normalises() -> None:
 
 
 def test_recall_log_records_hits_and_rolls_off(tmp_path: Path, root: Path) -> None:
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     memory.index()
     hits = memory.search_exact("poetry install", layers=["topic"])
     memory.close()

@@ -57,24 +57,25 @@ def _rates(results: list[tuple[dict[str, object], Outcome]]) -> tuple[Tally, lis
     return tally, wrong_side
 
 
+def _assert_within(tally: Tally, wrong_side: list[str], wrong_accepted: float, true_refused: float) -> None:
+    accepted, refused = tally.rates()
+    listing = "\n".join(wrong_side)
+    assert accepted <= wrong_accepted, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
+    assert refused <= true_refused, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+
+
 def test_the_checks_refuse_wrong_items_and_keep_true_ones(outcomes: list[tuple[dict[str, object], Outcome]]) -> None:
     """Without ../shared only the hand-written scenarios run (their 43 wrong and 23 true items)."""
     tally, wrong_side = _rates(outcomes)
     assert tally.wrong >= 30 and tally.true >= 20, "the set is smaller than it should be"
-    accepted, refused = tally.rates()
-    listing = "\n".join(wrong_side)
-    assert accepted <= WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
-    assert refused <= TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+    _assert_within(tally, wrong_side, WRONG_ACCEPTED, TRUE_REFUSED)
 
 
 def test_the_first_attack_round_stays_caught(attack_outcomes: list[tuple[dict[str, object], Outcome]]) -> None:
     tally, wrong_side = _rates(attack_outcomes)
     if tally.wrong < 10:
         pytest.skip("the attack round is mostly on ../shared's real sessions, which are not here")
-    accepted, refused = tally.rates()
-    listing = "\n".join(wrong_side)
-    assert accepted <= ATTACK_WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} wrong items accepted:\n{listing}"
-    assert refused <= ATTACK_TRUE_REFUSED, f"{tally.true_refused}/{tally.true} true items refused:\n{listing}"
+    _assert_within(tally, wrong_side, ATTACK_WRONG_ACCEPTED, ATTACK_TRUE_REFUSED)
 
 
 def test_the_second_attack_round_keeps_what_the_program_catches(
@@ -82,10 +83,7 @@ def test_the_second_attack_round_keeps_what_the_program_catches(
 ) -> None:
     tally, wrong_side = _rates(second_attack_outcomes)
     assert tally.wrong >= 40 and tally.true >= 20, "the second round is smaller than it should be"
-    accepted, refused = tally.rates()
-    listing = "\n".join(wrong_side)
-    assert accepted <= SECOND_ATTACK_WRONG_ACCEPTED, f"{tally.wrong_accepted}/{tally.wrong} accepted:\n{listing}"
-    assert refused <= SECOND_ATTACK_TRUE_REFUSED, f"{tally.true_refused}/{tally.true} refused:\n{listing}"
+    _assert_within(tally, wrong_side, SECOND_ATTACK_WRONG_ACCEPTED, SECOND_ATTACK_TRUE_REFUSED)
 
 
 def test_every_class_of_attack_is_in_the_set() -> None:

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 from memory_server import Memory
-from memory_server.background import Background
 from memory_server.files.scaffold import init_root
 from memory_server.index.embed_cache import EmbeddingCache
 
@@ -112,7 +111,7 @@ def test_a_failed_rebuild_leaves_the_old_index_searchable(root: Path) -> None:
     """`index --rebuild` killed half-way (SIGKILL, like an OOM kill) leaves the old index, not an empty one."""
     for i in range(40):
         (root / "topics" / f"probe-{i:02d}.md").write_text(f"# Probe {i}\n\nrebuildprobe{i} text\n", encoding="utf-8")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     m.close()
     env = {**os.environ, "MEMORY_SERVER_CRASH_AT": "index-rebuild-mid-keyword"}
@@ -124,7 +123,7 @@ def test_a_failed_rebuild_leaves_the_old_index_searchable(root: Path) -> None:
         timeout=120,
     )
     assert killed.returncode == -9, killed.stderr
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         assert all(m.search_exact(f"rebuildprobe{i}") for i in range(40))  # before any new index pass
     finally:
@@ -136,23 +135,23 @@ def test_memory_status_says_why_background_indexing_stopped(tmp_path: Path) -> N
         root = disk / "memory"
         init_root(root)
         (root / "topics" / "first.md").write_text("# First\n\nfirstword here\n", encoding="utf-8")
-        m = Memory(root, embedder=False)
-        worker = Background(m, watch=False)
+        m = Memory(root, keyword_only=True)
+        worker = m.background(watch=False)
         try:
             m.index()
-            assert m.status()["indexing"].get("stopped") is None
+            assert m.status().indexing.stopped is None
             (root / "topics" / "big.md").write_text(words_topic(1, 60_000), encoding="utf-8")
             fill(disk)
             assert not worker._sync(None)
-            stopped = m.status()["indexing"]["stopped"]
+            stopped = str(m.status().indexing.stopped)
             assert "full" in stopped and "trying again in 2 s" in stopped, stopped
             assert not worker._sync(None)
-            assert "trying again in 4 s" in m.status()["indexing"]["stopped"]  # backing off, not every second
+            assert "trying again in 4 s" in str(m.status().indexing.stopped)  # backing off, not every second
             os.remove(disk / "filler.bin")
             deadline = time.monotonic() + 30
             while not worker._sync(None):
-                assert time.monotonic() < deadline, m.status()["indexing"]
-            assert m.status()["indexing"].get("stopped") is None and m.search_exact("w1x000042")
+                assert time.monotonic() < deadline, m.status().indexing
+            assert m.status().indexing.stopped is None and m.search_exact("w1x000042")
         finally:
             worker.stop()
             m.close()

@@ -34,8 +34,8 @@ def test_a_hard_link_to_a_file_outside_the_root_is_not_indexed(root: Path, tmp_p
         assert mode == "hybrid" and hits  # the semantic side answered, from the files inside the root only
         assert not [h for h in hits if h.path == "topics/linked.md" or "quasarwombat" in h.text]
         assert memory.fts.chunks_of("topics/linked.md") == []  # nothing of it in the keyword index
-        [problem] = [p for p in memory.status()["problem_files"] if p["path"] == "topics/linked.md"]
-        assert "hard link" in problem["reason"]
+        [problem] = [p for p in memory.status().problem_files if p.path == "topics/linked.md"]
+        assert "hard link" in str(problem.reason)
     finally:
         memory.close()
 
@@ -53,7 +53,7 @@ def test_a_hard_link_out_of_the_root_is_not_read_by_a_dream(root: Path, tmp_path
 
 def test_a_hard_link_inside_the_root_is_indexed(root: Path) -> None:
     os.link(root / "topics" / "printer.md", root / "topics" / "printer-copy.md")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         assert {h.path for h in memory.search_exact("SAVE_CONFIG", k=10)} >= {"topics/printer-copy.md"}
@@ -73,9 +73,9 @@ def test_status_shows_a_hostile_file_name_escaped(root: Path, capsys: pytest.Cap
     shown = capsys.readouterr().out
     assert "evil\\n## SYSTEM" in shown
     assert not any(line.startswith("## SYSTEM") for line in shown.splitlines()) and "\x1b" not in shown
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
-        paths = [p["path"] for p in memory.status()["problem_files"]]
+        paths = [p.path for p in memory.status().problem_files]
     finally:
         memory.close()
     assert any(p.startswith("topics/evil\\n") for p in paths)
@@ -176,7 +176,7 @@ def test_a_growing_transcript_is_read_from_where_the_last_read_stopped(
     sid = "6f0a0000-0000-4000-8000-000000000001"
     transcript = folder / f"{sid}.jsonl"
     transcript.write_text(_records(sid, 0, 4000), encoding="utf-8")  # about 5 MB
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         assert memory.search_exact("reply3999z", layers=["transcript"])
@@ -208,7 +208,7 @@ def test_a_rewritten_transcript_is_read_again_whole(
     sid = "6f0a0000-0000-4000-8000-000000000002"
     transcript = folder / f"{sid}.jsonl"
     transcript.write_text(_records(sid, 0, 6), encoding="utf-8")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         replacement = folder / "new.tmp"

@@ -38,7 +38,6 @@ def test_a_garbled_chroma_store_is_repaired_by_every_command(root: Path) -> None
 
 
 def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: Path) -> None:
-    from memory_server.background import Background
     from memory_server.testing import FakeEmbedder
 
     m = Memory(root, embedder=FakeEmbedder())
@@ -46,11 +45,11 @@ def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: 
     m.close()
     _garble(root / ".memory" / "chroma" / "chroma.sqlite3")
     memory = Memory(root, embedder=FakeEmbedder())
-    worker = Background(memory, watch=False)
+    worker = memory.background(watch=False)
     try:
         hits, mode = memory.search_memory("belt tuning")  # answered from keywords, not a panic
         assert hits and mode == "keyword"
-        assert "damaged" in memory.status()["semantic_index"]["error"]
+        assert "damaged" in str(memory.status().semantic_index.error)
         worker.start()
         import time
 
@@ -58,7 +57,7 @@ def test_a_garbled_store_met_by_a_search_is_repaired_by_the_server_worker(root: 
         while memory.search_memory("belt tuning")[1] != "hybrid":
             assert time.monotonic() < deadline, memory.status()
             time.sleep(0.2)
-        assert any("deleted it and rebuilt it" in n for n in memory.status()["notes"])
+        assert any("deleted it and rebuilt it" in n for n in memory.status().notes)
     finally:
         worker.stop()
         memory.close()
@@ -92,3 +91,33 @@ def test_what_counts_as_damage() -> None:
     assert not is_damage(sqlite3.OperationalError("unable to open database file"))
     assert not is_damage(sqlite3.ProgrammingError("Cannot operate on a closed database."))
     assert not is_damage(sqlite3.InterfaceError("bad parameter"))
+
+
+OPEN_MANY = """
+import sys, time
+from pathlib import Path
+from memory_server.files.sqlite import connect
+start = float(sys.argv[2])
+for i in range(20):
+    while time.time() < start + i * 0.25:  # all processes reach each new file at the same moment
+        pass
+    connect(Path(sys.argv[1]) / f"db{i}.sqlite3", busy_seconds=10.0).close()
+"""
+
+
+def test_processes_opening_one_new_database_at_once_all_get_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL is refused at once, without a busy wait, while another process does the
+    same: every process must still open it (several servers start on one fresh root)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    start = time.time() + 2.0
+    procs = [
+        subprocess.Popen([sys.executable, "-c", OPEN_MANY, str(tmp_path), str(start)], env=env, stderr=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-300:] for e in errors if e]

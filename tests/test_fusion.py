@@ -8,17 +8,20 @@ from pathlib import Path
 from conftest import write
 
 from memory_server import Memory
+from memory_server.files.root import Layer
 from memory_server.files.scaffold import init_root
 from memory_server.index.embed_text import MIN_WORDS_FOR_CONTEXT, embed_text
 from memory_server.parse.markdown import Chunk
-from memory_server.search.exact import context_candidates, keyword_candidates
-from memory_server.search.hybrid import fuse
-from memory_server.search.signals import context_scores, idf, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.search.candidates import keyword_candidates
+from memory_server.search.fusion import fuse
+from memory_server.search.parsed import idf, parse, query_terms
+from memory_server.search.query import validate
+from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
 from memory_server.settings import RankingSettings
 from memory_server.testing import FakeEmbedder
 
 
-def _chunk(text: str, title: str = "Notes", heading: str = "", layer: str = "topic", cid: str = "c") -> Chunk:
+def _chunk(text: str, title: str = "Notes", heading: str = "", layer: Layer = "topic", cid: str = "c") -> Chunk:
     return Chunk(cid, "topics/x.md", layer, 1, 1, title, heading, None, text)
 
 
@@ -49,11 +52,13 @@ def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> No
         "---\ntitle: Kafka broker\n---\n# Kafka broker\n\n"
         "Status: accepted.\n\nConsumers replay the log from any offset they choose.\n",
     )
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
-    own = keyword_candidates(m.fts, "kafka offset", 20)
+    q = validate("kafka offset", 3, None, None, None, m.settings.search)
+    parsed = parse(m.fts, q.text)
+    own = keyword_candidates(m.fts, parsed, q, 20, "text")
     assert [c.text for c, _ in own] == ["Consumers replay the log from any offset they choose."]
-    around = context_candidates(m.fts, "kafka offset", 20)
+    around = [c for c, _ in keyword_candidates(m.fts, parsed, q, 20, "title heading")]
     assert {c.text for c in around} >= {"Status: accepted.", "Consumers replay the log from any offset they choose."}
     hits, _ = m.search_memory("kafka offset", k=3)
     assert hits[0].text.startswith("Consumers replay"), [h.text for h in hits]
@@ -63,12 +68,12 @@ def test_title_words_are_context_not_each_chunks_own_match(tmp_path: Path) -> No
 def test_context_and_own_shares() -> None:
     status = _chunk("Status: accepted.", title="Kafka broker", cid="s")
     answer = _chunk("The broker keeps seven days of log.", title="Kafka broker", cid="a")
-    assert context_scores("kafka retention", [status]) == {"s": 0.5}
+    assert context_scores(query_terms("kafka retention").stems, [status]) == {"s": 0.5}
     # "broker" is in the title too: the line's own evidence is "log" only
-    shares = own_keyword_shares("kafka broker log", [answer], lambda word: 1.0)
+    shares = own_keyword_shares(query_terms("kafka broker log").stems, [answer], lambda word: 1.0)
     assert shares == {"a": 0.5}
     # a query naming only the subject keeps its match
-    assert own_keyword_shares("broker", [answer], lambda word: 1.0) == {}
+    assert own_keyword_shares(query_terms("broker").stems, [answer], lambda word: 1.0) == {}
 
 
 def test_a_literal_query_puts_its_phrase_match_first(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def wait_for(predicate, what: str, root: MemoryRoot) -> None:
 def test_session_end_returns_at_once_and_the_file_appears(transcript: Path, memroot: MemoryRoot) -> None:
     # With the compression lock held, a hook that compressed in-line would block; this one returns, and
     # the detached job writes the file once the lock is free.
-    with FileLock(str(memroot.state_dir / COMPRESS_LOCK)):
+    with FileLock(str(memroot.ensure_state_dir() / COMPRESS_LOCK)):
         session_end(payload(transcript, reason="exit"), memroot)
         assert session_files(memroot) == []
     wait_for(lambda: len(session_files(memroot)) == 1, "the compressed session did not appear", memroot)

@@ -21,7 +21,8 @@ CHANGING = "kept changing while being read; it will be indexed on the next pass"
 
 
 def problems(m: Memory) -> dict[str, dict]:
-    return {p["path"]: p for p in m.status()["problem_files"]}
+    """The problem files memory_status lists, as the tool shows them."""
+    return {p.path: p.model_dump() for p in m.status().problem_files}
 
 
 def phrase_paths(m: Memory, literal: str) -> set[str]:
@@ -86,7 +87,7 @@ class OpenWatch:
 
 
 def test_50_mb_file_is_skipped_without_being_opened(root: Path):
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     big = root / "topics" / "big.md"
     with open(big, "wb") as fh:  # sparse: 50 MB on paper, a few blocks on disk
@@ -129,7 +130,7 @@ def test_50_mb_file_is_skipped_without_being_opened(root: Path):
 )
 def test_utf16_and_utf32_files_are_skipped_with_how_to_fix(root: Path, name: str, data: bytes, reason: str):
     (root / "topics" / name).write_bytes(data)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     report = m.index()
     assert report.skipped == [f"topics/{name}"]
     got = problems(m)[f"topics/{name}"]
@@ -141,7 +142,7 @@ def test_utf16_and_utf32_files_are_skipped_with_how_to_fix(root: Path, name: str
 def test_nul_byte_after_the_first_8_kb_is_binary(root: Path):
     text = "# Looks like text\n\nEARLY_TEXT_TOKEN\n\n" + "plain words here\n" * 600  # about 10 KB
     (root / "topics" / "late-nul.md").write_bytes(text.encode() + b"\x00\x01\x02 LATE_TOKEN\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     got = problems(m)["topics/late-nul.md"]
     assert got["status"] == "skipped" and "binary" in got["reason"]
@@ -157,12 +158,12 @@ def test_nul_byte_after_the_first_8_kb_is_binary(root: Path):
 )
 def test_empty_and_nearly_empty_files_are_indexed(root: Path, data: bytes):
     (root / "topics" / "hollow.md").write_bytes(data)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     report = m.index()
     assert "topics/hollow.md" in report.added and not report.skipped
     assert m.fts.file("topics/hollow.md") is not None
     assert problems(m).get("topics/hollow.md", {"status": "ok"})["status"] in ("ok", "degraded")
-    assert "topics/hollow.md" in {t["path"] for t in m.list_topics()}
+    assert "topics/hollow.md" in {t.path for t in m.list_topics()}
     assert_rest_indexed(m)
     assert m.index().unchanged >= 1  # and it settles: nothing is read again
     m.close()
@@ -184,7 +185,7 @@ def test_symlink_out_of_the_root_is_not_indexed(root: Path, tmp_path: Path):
     os.symlink(root / ".memory" / "index.sqlite3", root / "topics" / "state.md")
     write(root, "topics/real.md", "# Real\n\nINSIDE_TOKEN is here.\n")
     os.symlink("real.md", root / "topics" / "alias.md")  # a symlink that stays inside: fine
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     assert not phrase_paths(m, "SECRET_OUTSIDE_TOKEN")
     assert not phrase_paths(m, "ELSEWHERE_TOKEN")
@@ -203,7 +204,7 @@ def test_fifo_and_devices_in_topics_do_not_hang_the_indexer(root: Path):
     os.mkfifo(fifo)
     os.symlink("/dev/zero", root / "topics" / "zero.md")
     os.symlink("/dev/null", root / "topics" / "null.md")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
 
     def unblock() -> None:  # a reader stuck in open() of the FIFO gets EOF
         fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
@@ -226,7 +227,7 @@ def test_symlink_loop_does_not_stop_indexing(root: Path):
     os.symlink("loop.md", root / "topics" / "loop.md")
     os.symlink("ping.md", root / "topics" / "pong.md")
     os.symlink("pong.md", root / "topics" / "ping.md")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         assert_rest_indexed(m)
@@ -238,13 +239,13 @@ def test_file_name_that_is_not_utf8_does_not_stop_indexing(root: Path):
     topics = os.fsencode(root / "topics")
     with open(os.path.join(topics, b"caf\xe9.md"), "wb") as fh:  # a Latin-1 name, not valid UTF-8
         fh.write(b"# Cafe\n\nLATIN1_NAME_TOKEN\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         assert_rest_indexed(m)
         status = m.status()
-        named = [p for p in status["problem_files"] if p["path"] == "topics/caf\\xe9.md"]
-        assert named and "not valid UTF-8" in named[0]["reason"], status["problem_files"]
+        named = [p for p in status.problem_files if p.path == "topics/caf\\xe9.md"]
+        assert named and "not valid UTF-8" in str(named[0].reason), status.problem_files
     finally:
         m.close()
 
@@ -322,7 +323,7 @@ def test_file_rewritten_while_the_indexer_runs(root: Path, tmp_path: Path):
     scratch.mkdir()
     writer = Rewriter(path, scratch)
     writer.put(0, in_place=False)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     outcomes = {"indexed": 0, "skipped": 0}
     writer.start()
@@ -389,7 +390,7 @@ def test_file_that_keeps_growing_is_skipped_then_indexed(root: Path):
         finally:
             os.close(fd)
 
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     t = threading.Thread(target=appender, daemon=True)
     t.start()
     try:

@@ -28,6 +28,7 @@ from mcp_client import RawClient, connect, payload, wait_until_indexed
 from memory_server import Memory, NotFoundError, PathRefusedError
 from memory_server.errors import MemoryServerError
 from memory_server.search.query import Hit
+from memory_server.tool_results import ReadResult
 
 HOSTILE = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 HUGE_RUNS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
@@ -480,23 +481,23 @@ paths = st.one_of(
 lines = st.one_of(st.none(), st.integers(-3, 30), st.sampled_from([2**63, 10**30]))
 
 
-def read_or_refuse(m: Memory, path: Any, start: Any = None, end: Any = None) -> dict | None:
+def read_or_refuse(m: Memory, path: Any, start: Any = None, end: Any = None) -> ReadResult | None:
     """read_memory's contract: text of a file inside the root, or PathRefusedError / NotFoundError."""
     try:
         out = m.read(path, start, end)
     except (PathRefusedError, NotFoundError) as exc:
         assert str(exc).strip()
         return None
-    real = (m.root.path / out["path"]).resolve()
+    real = (m.root.path / out.path).resolve()
     assert m.root.path in real.parents, f"{path!r} read {real}, outside the root"
-    assert SECRET not in out["text"], f"{path!r} returned text from outside the root"
+    assert SECRET not in out.text, f"{path!r} returned text from outside the root"
     expected = real.read_bytes().decode("utf-8", "replace").splitlines()
-    assert out["text"] == "\n".join(expected[out["start_line"] - 1 : out["end_line"]])
+    assert out.text == "\n".join(expected[out.start_line - 1 : out.end_line])
     return out
 
 
 def test_read_memory_any_path_stays_inside_the_root(hostile_root: Path):
-    m = Memory(hostile_root, embedder=False)
+    m = Memory(hostile_root, keyword_only=True)
     m.index()
 
     @HOSTILE
@@ -540,7 +541,7 @@ def test_read_memory_any_path_stays_inside_the_root(hostile_root: Path):
     ],
 )
 def test_more_ways_out_of_the_root_are_refused(hostile_root: Path, path: str, error: str):
-    m = Memory(hostile_root, embedder=False)
+    m = Memory(hostile_root, keyword_only=True)
     try:
         done = threading.Event()
         caught: list[BaseException] = []
@@ -584,15 +585,15 @@ def many_topics(root: Path, n: int) -> None:
 
 def test_memory_status_and_list_topics_are_bounded(root: Path, tmp_path: Path):
     many_topics(root, 1500)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         status = m.status()
-        assert status["problem_count"] == 60 and len(status["problem_files"]) == 20
-        index = status["memory_index"]
-        assert index["unlisted_count"] >= 1500 and len(index["unlisted_topics"]) == 20
-        assert len(status["notes"]) <= 21
-        assert len(json.dumps(status)) < 20_000
+        assert status.problem_count == 60 and len(status.problem_files) == 20
+        index = status.memory_index
+        assert index is not None and index.get("unlisted_count", 0) >= 1500 and len(index["unlisted_topics"]) == 20
+        assert len(status.notes) <= 21
+        assert len(status.model_dump_json(exclude_none=True)) < 20_000
         assert len(m.list_topics(limit=200)) == 200 and m.topic_count() >= 1560
     finally:
         m.close()
@@ -601,8 +602,8 @@ def test_memory_status_and_list_topics_are_bounded(root: Path, tmp_path: Path):
         topics = payload(server.call("list_topics", {}))
         assert len(topics["topics"]) == 200 and topics["total"] >= 1560 and "search_memory" in topics["note"]
         assert len(json.dumps(topics)) < 40_000
-        status = payload(server.call("memory_status", {}))
-        assert status["problem_count"] == 60 and len(json.dumps(status)) < 20_000
+        served_status = payload(server.call("memory_status", {}))
+        assert served_status["problem_count"] == 60 and len(json.dumps(served_status)) < 20_000
 
 
 @pytest.mark.parametrize("hook", ["session-start", "session-end", "pre-compact"])

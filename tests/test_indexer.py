@@ -71,7 +71,7 @@ def test_add_edit_delete_rename(root: Path):
 
 
 def test_touched_but_unchanged_file_is_not_reparsed(root: Path):
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     path = root / "topics/printer.md"
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
@@ -101,7 +101,7 @@ def test_only_memory_files_are_indexed(root: Path):
     write(root, "notes/elsewhere.md", "# Not memory\n\nOUTSIDE_TOKEN\n")
     write(root, "topics/.draft.md", "# Hidden\n\nHIDDEN_TOKEN\n")
     write(root, "topics/readme.txt", "TXT_TOKEN\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     for token in ("OUTSIDE_TOKEN", "HIDDEN_TOKEN", "TXT_TOKEN"):
         assert m.search_exact(token) == []
@@ -110,13 +110,13 @@ def test_only_memory_files_are_indexed(root: Path):
 
 
 def test_deleting_the_index_loses_nothing(root: Path):
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     before = sorted(m.fts.iter_chunk_ids())
     m.close()
     for p in (root / ".memory").glob("index.sqlite3*"):
         p.unlink()
-    m2 = Memory(root, embedder=False)
+    m2 = Memory(root, keyword_only=True)
     m2.index()
     assert sorted(m2.fts.iter_chunk_ids()) == before
     m2.close()

@@ -153,50 +153,46 @@ def test_a_session_without_a_request_keeps_nothing(env: dict[str, Path]) -> None
 def deleted(env: dict[str, Path]) -> dict[str, Path]:
     """The session compressed and kept, then Claude Code's transcript deleted (what its clean-up does)."""
     root = env["root"]
-    memory = Memory(root, embedder=FakeEmbedder())
-    assert compress_all(env["folder"], MemoryRoot(root))
-    memory.index()
-    assert memory.search_exact("uv sync after pulling", layers=["transcript"])
-    memory.close()
+    with Memory(root, embedder=FakeEmbedder()) as memory:
+        assert compress_all(env["folder"], MemoryRoot(root))
+        memory.index()
+        assert memory.search_exact("uv sync after pulling", layers=["transcript"])
     shutil.rmtree(env["folder"])
     return env
 
 
 def test_search_exact_over_transcripts_reads_the_kept_copy_and_says_so(deleted: dict[str, Path]) -> None:
-    memory = Memory(deleted["root"], embedder=FakeEmbedder())
-    try:
+    with Memory(deleted["root"], embedder=FakeEmbedder()) as memory:
         memory.index()
         hits = memory.search_exact("uv sync after pulling", layers=["transcript"])
         assert hits and hits[0].path == f"transcript:{SID}" and hits[0].start_line == L["decide"]
         assert "kept copy" in hits[0].title and "Claude Code's transcript is gone" in hits[0].title
         assert not memory.search_exact(TOKEN, layers=["transcript"])
         assert not memory.search_exact(PRIVATE, layers=["transcript"])
-    finally:
-        memory.close()
 
 
 def test_read_memory_on_a_transcript_hit_reads_the_kept_copy_and_says_so(deleted: dict[str, Path]) -> None:
-    memory = Memory(deleted["root"], embedder=False)
-    try:
+    with Memory(deleted["root"], keyword_only=True) as memory:
         # even before the index notices: the recorded source is gone, the kept copy answers
         got = memory.read(f"transcript:{SID}", L["decide"], L["decide"])
-        assert "We use uv from now on" in got["text"] and f"[lines {L['decide']}-{L['decide']}]" in got["text"]
-        assert got["source"].startswith("the kept copy (Claude Code's transcript is gone): sessions/transcripts/")
-        secret = memory.read(f"transcript:{SID}", L["secret"], L["secret"])["text"]
+        assert "We use uv from now on" in got.text and f"[lines {L['decide']}-{L['decide']}]" in got.text
+        assert got.source is not None
+        assert got.source.startswith("the kept copy (Claude Code's transcript is gone): sessions/transcripts/")
+        secret = memory.read(f"transcript:{SID}", L["secret"], L["secret"]).text
         assert "GITHUB_TOKEN=" in secret and TOKEN not in secret
-    finally:
-        memory.close()
 
 
 def test_the_mcp_tool_says_which_copy_it_read(deleted: dict[str, Path]) -> None:
-    from memory_server.tool_results import ReadResult
+    import anyio
+    from mcp_client import connect, payload
 
-    memory = Memory(deleted["root"], embedder=False)
-    try:
-        result = ReadResult.model_validate(memory.read(f"transcript:{SID}", L["done"], L["done"]))
-        assert "kept copy" in result.model_dump()["source"]
-    finally:
-        memory.close()
+    async def main() -> None:
+        claude = {"CLAUDE_CONFIG_DIR": str(deleted["claude"]), "MEMORY_TRANSCRIPTS_DIR": str(deleted["folder"])}
+        async with connect(deleted["root"], env=claude) as s:
+            read = payload(await s.call_tool("read_memory", {"path": f"transcript:{SID}", "start_line": L["done"]}))
+            assert "kept copy" in read["source"]
+
+    anyio.run(main)
 
 
 def items_file(tmp: Path, items: list[dict[str, Any]]) -> Path:
@@ -284,12 +280,10 @@ def test_a_session_over_its_budget_at_every_level_is_kept_and_reported(env: dict
     assert compress_transcript(transcript, MemoryRoot(root))
     kept = kept_of(root, transcript)
     assert kept.stat().st_size > 16384 and messages(kept) == messages(transcript)
-    memory = Memory(root, embedder=False)
-    try:
-        status = memory.status()
-        assert status["kept_transcripts"]["over_budget"] == [f"sessions/transcripts/2026/{transcript.stem}.jsonl.gz"]
-    finally:
-        memory.close()
+    with Memory(root, keyword_only=True) as memory:
+        kept_status = memory.status().kept_transcripts
+    assert kept_status is not None
+    assert kept_status.over_budget == [f"sessions/transcripts/2026/{transcript.stem}.jsonl.gz"]
 
 
 # -- damage and confinement -------------------------------------------------------------------------------
@@ -309,7 +303,8 @@ def test_a_damaged_kept_copy_is_read_up_to_the_damage_and_never_appended_to(env:
     damaged = kept.read_bytes()
     compress_transcript(transcript, MemoryRoot(root))
     assert kept.read_bytes() == damaged  # left as it is
-    report = Memory(root, embedder=False).keep_transcripts()
+    with Memory(root, keyword_only=True) as memory:
+        report = memory.keep_transcripts()
     assert report.failed and "damaged" in report.failed[0].note
 
 
@@ -321,14 +316,11 @@ def test_a_kept_copy_linked_from_outside_the_root_is_not_read(env: dict[str, Pat
     folder.mkdir(parents=True)
     (folder / f"{SID}.jsonl.gz").symlink_to(outside)
     shutil.rmtree(env["folder"])
-    memory = Memory(root, embedder=False)
-    try:
+    with Memory(root, keyword_only=True) as memory:
         memory.index()
         assert not memory.search_exact("GITHUB_TOKEN", layers=["transcript"])
         with pytest.raises(PathRefusedError):
             memory.read(f"transcript:{SID}")
-    finally:
-        memory.close()
 
 
 def test_another_transcript_of_the_same_name_is_never_appended_to_a_kept_copy(env: dict[str, Path]) -> None:

@@ -76,7 +76,7 @@ def _root(tmp_path: Path) -> Path:
 
 
 def _first(root: Path, **settings: object) -> str:
-    ranking = {"keyword_weight": 0.0, "file_weight": 0.0, "neighbour_weight": 0.0}  # the semantic signal alone
+    ranking: dict[str, object] = {"keyword_weight": 0.0, "file_weight": 0.0, "neighbour_weight": 0.0}  # semantic alone
     ranking.update({k: v for k, v in settings.items() if k.startswith("late")})
     embedding = {k: v for k, v in settings.items() if k == "token_vectors"}
     m = Memory(
@@ -114,15 +114,15 @@ def test_token_vectors_are_stored_beside_each_vector_and_follow_the_setting(tmp_
     assert {fmt for fmt, _ in stored()} == {"int8"} and len(stored()) == len(bits)
 
     on = Memory(root, embedder=FakeEmbedder())
-    sem = on.status()["semantic_index"]
-    assert (sem["token_vectors"], sem["late_interaction"]) == ("bits", True)
+    sem = on.status().semantic_index
+    assert (sem.token_vectors, sem.late_interaction) == ("bits", True)
     on.close()
 
     fresh = _root(tmp_path / "off")
     off = Memory(
         fresh, settings=Settings.model_validate({"embedding": {"token_vectors": "off"}}), embedder=FakeEmbedder()
     )
-    assert off.status()["semantic_index"]["late_interaction"] is False
+    assert off.status().semantic_index.late_interaction is False
     off.close()
     _first(fresh, late_weight=1.0, token_vectors="off")
     with sqlite3.connect(fresh / ".memory" / "embeddings.sqlite3") as c:

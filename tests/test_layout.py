@@ -122,3 +122,43 @@ def test_one_entry_point() -> None:
         if p.name != "__main__.py" and 'if __name__ == "__main__"' in p.read_text(encoding="utf-8")
     ]
     assert scripts == []
+
+
+def _parsed_modules() -> list[tuple[Path, ast.Module]]:
+    return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def _is_exception_class(node: ast.ClassDef, known: set[str]) -> bool:
+    bases = {ast.unparse(b).split(".")[-1] for b in node.bases}
+    return bool(bases & known) or any(b.endswith(("Error", "Exception")) for b in bases)
+
+
+def test_every_exception_class_is_in_errors_py_and_in_its_tree() -> None:
+    """errors.py defines every exception class of the package, and its docstring draws each in the tree."""
+    errors = PACKAGE / "errors.py"
+    tree = ast.parse(errors.read_text(encoding="utf-8"))
+    defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    drawn = ast.get_docstring(tree) or ""
+    assert {"MemoryServerError", "CorruptIndexError", "IndexCancelled", "FileSkipped", "UnsafeYamlError"} <= defined
+    assert [name for name in sorted(defined) if f" {name} " not in drawn.replace("\n", " \n")] == []
+    elsewhere = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
+        for path, module in _parsed_modules()
+        if path != errors
+        for node in ast.walk(module)
+        if isinstance(node, ast.ClassDef) and _is_exception_class(node, defined | {"Exception", "BaseException"})
+    ]
+    assert elsewhere == [], "exception classes belong in memory_server/errors.py"
+
+
+def test_no_handler_swallows_every_exception_silently() -> None:
+    """`except Exception` (or BaseException, or a bare except) must re-raise, log or answer: never only `pass`."""
+    silent = []
+    for path, module in _parsed_modules():
+        for node in ast.walk(module):
+            if not isinstance(node, ast.ExceptHandler):
+                continue
+            broad = node.type is None or ast.unparse(node.type) in ("Exception", "BaseException")
+            if broad and all(isinstance(stmt, (ast.Pass, ast.Continue)) for stmt in node.body):
+                silent.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert silent == []

@@ -43,7 +43,7 @@ async def settled(s) -> dict | None:
 def test_handshake_answers_before_the_model_loads(root: Path):
     # Build the keyword index first, then hold the index writer lock as another process would: the server
     # cannot start its vector pass, so nothing loads the model; the handshake and keyword tools must answer.
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     m.close()
     lock = filelock.FileLock(str(root / ".memory" / "index.lock"))

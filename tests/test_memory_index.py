@@ -63,7 +63,7 @@ def test_report_has_the_agreed_keys(tmp_path: Path) -> None:
         "unlisted_topics": list,
         "broken_links": list,
     }.items():
-        assert isinstance(report[key], kind), key
+        assert isinstance(report[key], kind), key  # type: ignore[literal-required]
     assert report["limits"] == {"lines": 200, "bytes": 25_000}
 
 

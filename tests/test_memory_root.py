@@ -50,17 +50,17 @@ def test_a_folder_is_a_memory_root_when_it_has_one_of_the_markers(tmp_path: Path
     else:
         (tmp_path / marker).write_text("", encoding="utf-8")
     assert is_memory_root(tmp_path) and MemoryRoot(tmp_path).is_set_up
-    assert MemoryRoot(tmp_path).state_dir.is_dir()
+    assert MemoryRoot(tmp_path).ensure_state_dir().is_dir()
 
 
 def test_the_state_folder_is_never_made_in_a_folder_that_is_not_set_up(tmp_path: Path) -> None:
     folder = etc_like(tmp_path)
     before = listing(folder)
     with pytest.raises(RootError, match="memory-server init") as info:
-        MemoryRoot(folder).state_dir  # noqa: B018 - the property is what is tested
+        MemoryRoot(folder).ensure_state_dir()
     assert "MEMORY_ROOT" in str(info.value)
     with pytest.raises(RootError, match="not a memory root"):
-        Memory(folder, embedder=False)
+        Memory(folder, keyword_only=True)
     assert listing(folder) == before
 
 
@@ -97,7 +97,7 @@ def test_state_left_in_a_project_does_not_make_it_a_memory_root(tmp_path: Path) 
     write(folder, "sessions/compressed/2026/2026-03-02-abcd1234-belt-tuning.md", "# Belt tuning\n")
     before = listing(folder)
     with pytest.raises(RootError, match="not a memory root"):
-        Memory(folder, embedder=False)
+        Memory(folder, keyword_only=True)
     done = run_cli("--root", str(folder), "status", env={"MEMORY_ROOT": ""}, timeout=60)
     assert done.returncode == 2 and "memory-server init" in done.stderr, done.stderr
     assert listing(folder) == before
@@ -136,16 +136,16 @@ def read_only_view(folder: Path) -> Iterator[Path]:
 
 
 def test_a_read_only_root_is_searched_from_its_index_and_refuses_writes(root: Path) -> None:
-    built = Memory(root, embedder=False)
+    built = Memory(root, keyword_only=True)
     built.index()
     built.close()
     with read_only_view(root) as ro:
-        m = Memory(ro, embedder=False)
+        m = Memory(ro, keyword_only=True)
         try:
             assert m.root.read_only
             hits = m.search_exact("SAVE_CONFIG")
             assert "topics/printer.md" in {h.path for h in hits}
-            assert m.status()["files"] >= 3
+            assert m.status().files >= 3
             assert m.list_topics()
             with pytest.raises(RootError, match="read-only"):
                 m.index()
@@ -163,7 +163,7 @@ def test_a_read_only_root_without_an_index_says_so(tmp_path: Path) -> None:
     write(folder, "topics/tooling.md", TOOLING_TOPIC)
     with read_only_view(folder) as ro:
         with pytest.raises(RootError, match="read-only"):
-            Memory(ro, embedder=False)
+            Memory(ro, keyword_only=True)
         assert not (folder / ".memory").exists()
 
 
@@ -176,11 +176,11 @@ def test_a_symlinked_topics_folder_inside_the_root_is_followed(tmp_path: Path) -
     write(root, "MEMORY.md", "# Memory\n")
     write(root, "notes/printer.md", PRINTER_TOPIC)
     (root / "topics").symlink_to(root / "notes", target_is_directory=True)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         assert [h.path for h in m.search_exact("SAVE_CONFIG")][:1] == ["topics/printer.md"]
-        assert not m.status()["problem_files"]
+        assert not m.status().problem_files
     finally:
         m.close()
 
@@ -195,14 +195,14 @@ def test_symlinked_folders_that_lead_outside_the_root_are_named_in_status(tmp_pa
     (root / "topics" / "external").symlink_to(outside, target_is_directory=True)
     (root / "topics" / "shared").symlink_to(root / "notes", target_is_directory=True)
     (root / "topics" / "loop").symlink_to(root / "topics", target_is_directory=True)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     try:
         m.index()
         assert not m.search_exact("OUTSIDE_TOKEN")
         assert [h.path for h in m.search_exact("SAVE_CONFIG")][:1] == ["topics/shared/printer.md"]
-        problems = {p["path"]: p for p in m.status()["problem_files"]}
+        problems = {p.path: p for p in m.status().problem_files}
         assert set(problems) == {"topics/external/"}, json.dumps(problems)
-        assert "outside the memory root" in problems["topics/external/"]["reason"]
+        assert "outside the memory root" in str(problems["topics/external/"].reason)
     finally:
         m.close()
 
@@ -211,7 +211,7 @@ def test_the_server_serves_a_read_only_root(root: Path, tmp_path: Path) -> None:
     import anyio
     from mcp_client import connect, payload
 
-    built = Memory(root, embedder=False)
+    built = Memory(root, keyword_only=True)
     built.index()
     built.close()
 

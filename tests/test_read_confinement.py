@@ -13,9 +13,9 @@ from memory_server import Memory, NotFoundError, PathRefusedError
 def test_reads_lines_of_a_hit(memory: Memory):
     hit = memory.search_exact("SAVE_CONFIG", layers=["topic"])[0]
     got = memory.read(hit.path, hit.start_line, hit.end_line)
-    assert "SAVE_CONFIG" in got["text"] and got["start_line"] == hit.start_line
+    assert "SAVE_CONFIG" in got.text and got.start_line == hit.start_line
     whole = memory.read("topics/printer.md")
-    assert whole["start_line"] == 1 and whole["end_line"] == whole["total_lines"]
+    assert whole.start_line == 1 and whole.end_line == whole.total_lines
 
 
 @pytest.mark.parametrize(
@@ -96,40 +96,41 @@ def test_a_link_from_a_memory_folder_to_a_file_that_is_not_memory_is_refused(mem
 
 def test_memory_files_are_served(memory: Memory):
     for rel in ("MEMORY.md", "CLAUDE.md", "topics/printer.md"):
-        assert memory.read(rel)["total_lines"] >= 1
+        assert (memory.read(rel).total_lines or 0) >= 1
     proposal = memory.root.path / "dreams" / "20260101-000000" / "proposal.diff"
     proposal.parent.mkdir(parents=True)
     proposal.write_text("--- a/topics/x.md\n+++ b/topics/x.md\n", encoding="utf-8")
-    assert memory.read("dreams/20260101-000000/proposal.diff")["total_lines"] == 2
+    assert memory.read("dreams/20260101-000000/proposal.diff").total_lines == 2
 
 
 def test_a_long_line_is_cut_and_the_answer_is_bounded(memory: Memory):
     long_line = "A" * 3_000_021
     (memory.root.path / "topics" / "wide.md").write_text(f"# Wide\n{long_line}\nafter\n", encoding="utf-8")
     got = memory.read("topics/wide.md")
-    assert len(got["text"]) < 30_000
-    assert got["cut_lines"] == [2] and "line cut at" in got["text"]
-    assert got["total_lines"] == 3 and got["text"].endswith("after")
+    assert len(got.text) < 30_000
+    assert got.cut_lines == [2] and "line cut at" in got.text
+    assert got.total_lines == 3 and got.text.endswith("after")
     many = "\n".join(f"line {i} " + "x" * 200 for i in range(5000))
     (memory.root.path / "topics" / "long.md").write_text(many, encoding="utf-8")
     got = memory.read("topics/long.md")
-    assert len(got["text"]) <= 24_000 and got["total_lines"] == 5000
-    assert "start_line=" in got["more"]
-    rest = memory.read("topics/long.md", got["end_line"] + 1)
-    assert rest["start_line"] == got["end_line"] + 1 and rest["text"].startswith(f"line {got['end_line']}")
+    assert len(got.text) <= 24_000 and got.total_lines == 5000
+    assert "start_line=" in str(got.more)
+    assert got.end_line is not None
+    rest = memory.read("topics/long.md", got.end_line + 1)
+    assert rest.start_line == got.end_line + 1 and rest.text.startswith(f"line {got.end_line}")
 
 
 CHILD = """
 import json, resource, sys
 from memory_server import Memory
 from memory_server.errors import MemoryServerError
-m = Memory(sys.argv[1], embedder=False)
+m = Memory(sys.argv[1], keyword_only=True)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 out = {}
 for rel in sys.argv[2:]:
     try:
         got = m.read(rel, 1, 3)
-        out[rel] = {"chars": len(got["text"]), "total": got["total_lines"]}
+        out[rel] = {"chars": len(got.text), "total": got.total_lines}
     except MemoryServerError as exc:
         out[rel] = {"error": str(exc)}
 out["rss_growth_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before

@@ -201,10 +201,10 @@ def test_private_text_never_reaches_a_summary_the_index_or_the_transcript_layer(
     [summary] = compress_transcript(transcript, MemoryRoot(root))
     text = summary.read_text(encoding="utf-8")
     assert "login redirect loop" in text and "keep the tests green" in text  # the rest is kept
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
-        layer = memory.read("transcript:" + sid, 1, 20)["text"]
+        layer = memory.read("transcript:" + sid, 1, 20).text
         assert "login redirect" in layer
         state = "\n".join(
             p.read_bytes().decode("utf-8", "replace") for p in sorted((root / ".memory").rglob("*")) if p.is_file()

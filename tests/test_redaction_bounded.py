@@ -99,7 +99,7 @@ def test_a_long_crafted_query_is_answered(root: Path) -> None:
         f"""
         from memory_server import Memory
         from memory_server.sessions import redact
-        m = Memory({str(root)!r}, embedder=False)
+        m = Memory({str(root)!r}, keyword_only=True)
         m.index()
         for i in range(20):  # each a query of its own (no cache helps): 7 s each for the old patterns
             m.search_exact(("x-" * 5000)[: 9_999 - i] + "y" * i)
@@ -109,7 +109,7 @@ def test_a_long_crafted_query_is_answered(root: Path) -> None:
     )
     assert out.split() == ["0"]
     # and what the recall log keeps of such a query is checked too (the query is redacted before it is logged)
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.search_exact("deploy with password=hunter2x " + "x-" * 4000)
         logged = (root / ".memory" / "recall.sqlite3").read_bytes()
@@ -172,9 +172,9 @@ def test_the_last_resort_budget_replaces_the_text_and_is_counted(root: Path, mon
     monkeypatch.setattr(redact, "BUDGET_SECONDS", -1.0)  # every text is over budget
     assert redact.redact_secrets("token=ghp_abc and more") == redact.TOO_COSTLY
     assert redact.budget_fired() == before + 1
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
-        notes = memory.status()["notes"]
+        notes = memory.status().notes
     finally:
         memory.close()
     assert any("too costly to check for secrets" in n for n in notes)

@@ -58,6 +58,7 @@ def _transcript(place: str, cases: list[tuple[str, str, str]], sid: str) -> list
         elif place == "assistant reply":
             recs.append(_rec("assistant", sid, n, [{"type": "text", "text": f"I decided to use {text} from now on."}]))
         else:
+            use: dict[str, Any]
             if place == "bash command":
                 use = {"name": "Bash", "input": {"command": text, "description": "configure"}}
                 output = "error: exit code 1" if failed else "done"
@@ -144,14 +145,15 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             assert memory.fts.file(virtual) is not None, "the transcript layer must index the transcript"
             texts = []
             for start in range(1, 2 * len(cases) + 4, 2):
-                texts.append(memory.read(virtual, start, start + 1)["text"])
+                texts.append(memory.read(virtual, start, start + 1).text)
             layer[place] = "\n".join(texts)
         log = RecallLog(root / ".memory")
         for i, (_label, text, _secret) in enumerate(cases):
             for ask in range(3):
                 log.record("search_exact", f"where is {text}", [], when=NOW - 3600 * (i + ask + 1))
         log.close()
-        result = run_dream(root, memory=memory, clock=lambda: NOW)
+        result = run_dream(root, clock=lambda: NOW)
+        assert result.id is not None, result.message
         dream_dir = root / "dreams" / result.id
         report = "\n".join(p.read_text(encoding="utf-8") for p in sorted(dream_dir.iterdir()) if p.is_file())
         recall_state = (root / ".memory" / "recall.sqlite3").read_bytes().decode("utf-8", "replace")

@@ -16,7 +16,7 @@ import pytest
 from filelock import FileLock
 
 from memory_server import Memory
-from memory_server.background import RETRY_SECONDS, Background
+from memory_server.background import RETRY_SECONDS
 from memory_server.files.locks import INDEX_LOCK
 from memory_server.testing import FakeEmbedder
 
@@ -25,7 +25,7 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _in_threads(n: int, work) -> None:  # type: ignore[no-untyped-def]
+def _in_threads(n: int, work) -> None:
     """Run `work` once in each of `n` short-lived threads, one after the other (as a tool call pool does)."""
     for _ in range(n):
         t = threading.Thread(target=work)
@@ -41,7 +41,8 @@ def test_connections_close_when_their_thread_ends(root: Path) -> None:
         before = _fds()
         _in_threads(60, lambda: (memory.search_exact("SAVE_CONFIG"), memory.search_memory("belt tuning")))
         time.sleep(0.2)
-        assert _fds() <= before + 2, f"{_fds() - before} files left open by 60 finished threads"
+        # a leak is two files per thread (120 here); a few come and go with the index's own work
+        assert _fds() <= before + 10, f"{_fds() - before} files left open by 60 finished threads"
         assert memory.fts.open_connections == 1  # this thread's; the 60 others were closed with their threads
     finally:
         memory.close()
@@ -49,9 +50,9 @@ def test_connections_close_when_their_thread_ends(root: Path) -> None:
 
 
 def test_failed_work_stays_pending_and_backs_off_without_timers(root: Path) -> None:
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     memory.index()
-    worker = Background(memory, watch=False)
+    worker = memory.background(watch=False)
     threads_before = threading.active_count()
     blocker = FileLock(str(root / ".memory" / INDEX_LOCK))
     blocker.acquire()  # another process writes the index: every pass fails with LockedError

@@ -13,7 +13,7 @@ from memory_server import Memory, QueryError
 # The tests that only search share one indexed root per module; those that add files make their own.
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
-    m = Memory(small_root(tmp_path_factory.mktemp("search") / "memory"), embedder=False)
+    m = Memory(small_root(tmp_path_factory.mktemp("search") / "memory"), keyword_only=True)
     m.index()
     yield m
     m.close()
@@ -88,7 +88,7 @@ def literal_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]
     root = small_root(tmp_path_factory.mktemp("literals") / "memory")
     for rel, text in LITERALS.items():
         write(root, rel, text)
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     yield m
     m.close()
@@ -134,7 +134,7 @@ def test_phrase_beats_scattered_terms(literal_memory: Memory):
 
 def test_literal_match_is_not_fooled_by_punctuation(root):
     write(root, "topics/ips.md", "# IPs\n\nOld host 10-0-0-1 retired.\n\nNew host 10.0.0.1 live.\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hits = m.search_exact("10.0.0.1", k=5)
     assert hits[0].start_line == 5 and hits[0].match == "phrase"
@@ -151,7 +151,7 @@ def test_multi_word_questions_fall_back_to_terms(memory: Memory):
 def test_matched_text_is_visible_in_long_chunks(root):
     long_para = " ".join(["filler"] * 400) + " NEEDLE_TOKEN_42 " + " ".join(["filler"] * 400)
     write(root, "topics/long.md", f"# Long\n\n{long_para}\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hit = m.search_exact("NEEDLE_TOKEN_42", k=1)[0]
     assert "NEEDLE_TOKEN_42" in hit.text and len(hit.text) < 800
@@ -162,7 +162,7 @@ def test_ties_go_to_the_higher_layer(root):
     same = "The deploy key rotates every ninety days."
     write(root, "sessions/compressed/2026/2026-01-01-aaaa-deploy.md", f"# Deploy\n\n{same}\n")
     write(root, "topics/deploy.md", f"# Deploy\n\n{same}\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hits = m.search_exact("deploy key rotates", k=2)
     assert [h.layer for h in hits] == ["topic", "session"]
@@ -211,7 +211,7 @@ def test_all_terms_tier_ignores_stop_words(root):
         "sessions/compressed/2026/2026-03-05-eeee5555-long.md",
         f"---\nstarted: 2026-03-05\n---\n# Long\n\n{filler} deadline\n\nThe sprint deadline is March 29.\n",
     )
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hits = m.search_exact("what is my sprint deadline", k=3)
     assert hits[0].text == "The sprint deadline is March 29." and hits[0].match == "all_terms"
@@ -228,7 +228,7 @@ def test_index_line_comes_after_the_content_it_points_to(root):
     )
     index = (root / "MEMORY.md").read_text(encoding="utf-8")
     write(root, "MEMORY.md", index + "\n- [Support::Case states](topics/cases.md)\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hits = m.search_exact("Support::Case", k=3)
     assert hits[0].path == "topics/cases.md" and hits[0].match == "phrase", [h.path for h in hits]

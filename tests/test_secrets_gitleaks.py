@@ -46,7 +46,7 @@ CONTEXT = [s for s in samples(seed=4242) if s.rule.startswith("context:")]
 
 
 @pytest.mark.parametrize("sample", CONTEXT, ids=[s.rule[8:] for s in CONTEXT])
-def test_secrets_in_the_forms_people_paste_them(sample) -> None:  # type: ignore[no-untyped-def]
+def test_secrets_in_the_forms_people_paste_them(sample) -> None:
     """PEM keys on one line, `Authorization: Basic`, `auth=(user, pass)`, `.netrc`, NuGet, kubeconfig key data,
     "the password is: X", `az login -p`, `htpasswd -nb`, `sudo -S`, tokens glued by JSON or URL escapes."""
     for enc in ENCODINGS:
@@ -108,7 +108,7 @@ def test_secrets_reach_no_summary_index_or_transcript_layer(tmp_path: Path, monk
         path.write_text("".join(json.dumps(r) + "\n" for r in _transcript(place, texts, sid)), encoding="utf-8")
         assert compress_transcript(path, MemoryRoot(root)), place
         placed[sid] = (place, items)
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         memory.index()
         state = decoded_forms(
@@ -117,7 +117,7 @@ def test_secrets_reach_no_summary_index_or_transcript_layer(tmp_path: Path, monk
         leaked = []
         for sid, (place, items) in placed.items():
             summary = "\n".join(p.read_text(encoding="utf-8") for p in (root / "sessions").rglob(f"*{sid[:8]}*.md"))
-            layer = memory.read("transcript:" + sid, 1, 10_000)["text"]
+            layer = memory.read("transcript:" + sid, 1, 10_000).text
             assert layer.strip()
             forms = decoded_forms(summary + "\n" + layer) + state
             leaked += [(place, s.rule) for s in items if exposed(s.secret, forms)]

@@ -123,7 +123,7 @@ def test_recent_session_beats_old_one_on_equal_relevance(tmp_path: Path):
     old, new = today - dt.timedelta(days=400), today - dt.timedelta(days=3)
     write(root, f"sessions/compressed/{old.year}/{old}-aaaa-old.md", f"---\nstarted: {old}\n---\n# S\n\n{text}\n")
     write(root, f"sessions/compressed/{new.year}/{new}-bbbb-new.md", f"---\nstarted: {new}\n---\n# S\n\n{text}\n")
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     hits, _ = m.search_memory("importer regex backtracking", k=2, layers=["session"])
     assert hits[0].date == str(new)  # and the older duplicate is dropped

@@ -85,6 +85,7 @@ def test_repository_memory_literal_search_over_mcp():
 def test_help_documents_commands(argv, capsys):
     from memory_server.cli import main
 
+    code: object
     try:
         code = main(argv)
     except SystemExit as exc:
@@ -224,6 +225,7 @@ def test_tools_publish_output_schemas_and_short_descriptions(root: Path):
                 assert schema.get("additionalProperties") is not True or len(schema["properties"]) > 2
                 assert t.description and "\n" not in t.description and len(t.description) <= 300, t.description
             search = next(t for t in tools if t.name == "search_memory").output_schema
+            assert search is not None
             hit = search["$defs"]["SearchHit"]["properties"]
             assert {"path", "start_line", "end_line", "layer", "date", "score", "text"} <= set(hit)
             # What the model reads of the tools (name, description, input schema) stays small: no derived
@@ -272,7 +274,7 @@ def test_a_search_answer_is_compact_json_in_rank_order(root: Path):
 def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
     from memory_server import Memory
 
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     try:
         assert memory.search_exact("SAVE_CONFIG") == []
         note = memory.search_note("keyword", found=False, semantic=False)
@@ -294,7 +296,7 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
     init_root(root)
     for i in range(401):  # with MEMORY.md and lessons.md: 403 files
         (root / "topics" / f"note{i:03d}.md").write_text(f"# Note {i}\n\nwidget {i}\n", encoding="utf-8")
-    memory = Memory(root, embedder=False)
+    memory = Memory(root, keyword_only=True)
     notes: list[str | None] = []
 
     def during(stage: str, done: int, total: int) -> None:

@@ -12,7 +12,6 @@ import pytest
 from filelock import FileLock
 
 from memory_server import Memory
-from memory_server.background import Background
 from memory_server.cli import main
 from memory_server.files.locks import COMPRESS_LOCK
 from memory_server.files.root import MemoryRoot
@@ -22,7 +21,7 @@ from memory_server.sessions.hooks import session_end
 LOCK_SECONDS_ENV = "MEMORY_SERVER_COMPRESS_LOCK_SECONDS"
 
 
-def queued(root: MemoryRoot) -> list:  # type: ignore[type-arg]
+def queued(root: MemoryRoot) -> list:
     from memory_server.sessions.pending import queued as waiting
 
     return waiting(root)
@@ -55,19 +54,16 @@ def _sessions(root: Path) -> list[Path]:
     return sorted((root / "sessions" / "compressed").rglob("*.md"))
 
 
-def _wait(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate, what: str) -> None:
     deadline = time.monotonic() + WAIT_SECONDS
     while not predicate():
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
 
 
-def _status(root: Path) -> dict:  # type: ignore[type-arg]
-    memory = Memory(root, embedder=False)
-    try:
-        return memory.status()
-    finally:
-        memory.close()
+def _status(root: Path) -> dict:
+    with Memory(root, keyword_only=True) as memory:
+        return memory.status().model_dump(mode="json", exclude_none=True)
 
 
 @pytest.fixture
@@ -83,7 +79,7 @@ def test_a_session_end_that_cannot_get_the_lock_waits_and_is_compressed_later(
     transcript = _transcript(tmp_path / "projects")
     monkeypatch.setenv(LOCK_SECONDS_ENV, "1")  # the job gives up on the lock after a second
     root = MemoryRoot(memroot)
-    with FileLock(str(root.state_dir / COMPRESS_LOCK)):  # a long compression holds the lock
+    with FileLock(str(root.ensure_state_dir() / COMPRESS_LOCK)):  # a long compression holds the lock
         session_end({"transcript_path": str(transcript), "hook_event_name": "SessionEnd"}, root)
         _wait(lambda: any("held" in p.reason for p in queued(root)), "the job did not record why it waits")
         assert _sessions(memroot) == []
@@ -113,8 +109,8 @@ def test_the_next_hook_compresses_what_waits(memroot: Path, tmp_path: Path) -> N
 def test_the_server_compresses_what_waits(memroot: Path, tmp_path: Path) -> None:
     root = MemoryRoot(memroot)
     enqueue(root, _transcript(tmp_path / "projects"), "another compression held the lock")
-    memory = Memory(memroot, embedder=False)
-    worker = Background(memory, watch=False)
+    memory = Memory(memroot, keyword_only=True)
+    worker = memory.background(watch=False)
     worker.start()
     try:
         _wait(lambda: len(_sessions(memroot)) == 1 and not queued(root), "the server did not compress it")
@@ -143,7 +139,7 @@ def test_a_manual_compress_that_waits_too_long_is_queued_not_lost(
 ) -> None:
     root = MemoryRoot(memroot)
     transcript = _transcript(tmp_path / "projects")
-    with FileLock(str(root.state_dir / COMPRESS_LOCK)):
+    with FileLock(str(root.ensure_state_dir() / COMPRESS_LOCK)):
         assert main(["compress", str(transcript), "--lock-timeout", "0.2", "--root", str(memroot)]) == 0
     assert "queued" in capsys.readouterr().err
     assert [p.transcript for p in queued(root)] == [str(transcript)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -55,14 +56,14 @@ def test_transcripts_are_searched_only_when_asked(project):
     transcript_ids = {cid for cid, path in m.fts.iter_chunk_ids() if path.startswith("transcript:")}
     assert transcript_ids and not (transcript_ids & m.vectors.ids())
     got = m.read(virtual, hits[0].start_line, hits[0].end_line)
-    assert "git remote -v" in got["text"]
-    assert m.status()["keyword_index"]["fresh"] is True
+    assert "git remote -v" in got.text
+    assert m.status().keyword_index.fresh is True
     m.close()
 
 
 def test_transcripts_outside_the_folder_are_refused(project, tmp_path: Path):
     root, folder = project
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with pytest.raises(NotFoundError):
         m.read("transcript:no-such-session")
@@ -80,7 +81,7 @@ def test_transcripts_outside_the_folder_are_refused(project, tmp_path: Path):
 
 def test_a_transcript_that_grows_is_reindexed(project):
     root, folder = project
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with open(folder / PUSH, "a") as fh:
         fh.write(
@@ -91,3 +92,32 @@ def test_a_transcript_that_grows_is_reindexed(project):
     assert r.updated == ["transcript:" + PUSH[:-6]]
     assert m.search_exact("ZANZIBAR_PORT_4410", layers=["transcript"])
     m.close()
+
+
+def test_a_relative_transcripts_dir_is_read_where_it_was_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """memory.yaml's transcripts.dir is checked against the root (it must be this project's own Claude Code
+    folder); a relative one was then read relative to the working directory: another folder than the one
+    checked. It is the root's, in both."""
+    from conftest import write
+
+    from memory_server.settings import claude_project_dir, load_settings
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    root = tmp_path / "work" / "project"
+    write(root, "MEMORY.md", "# Memory\n")
+    own = claude_project_dir(root)
+    own.mkdir(parents=True)
+    sid = "3d4c2b1a-0000-4000-8000-0000000000aa"
+    said = {"role": "user", "content": "the relay answers on port 47113 only"}
+    record = {"type": "user", "sessionId": sid, "timestamp": "2026-03-01T10:00:00Z", "message": said}
+    (own / f"{sid}.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    relative = Path("..") / ".." / (own.relative_to(tmp_path))
+    write(root, "memory.yaml", f"transcripts:\n  dir: {relative.as_posix()}\n")
+    elsewhere = tmp_path / "elsewhere" / "deeper"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)  # from here, the relative path names a folder that does not exist
+    assert load_settings(root).transcripts.dir == str(own.resolve())
+    with Memory(root, keyword_only=True) as m:
+        m.index()
+        hits = m.search_exact("port 47113", layers=["transcript"])
+    assert [h.path for h in hits] == [f"transcript:{sid}"]

@@ -231,8 +231,9 @@ def test_calls_and_results_without_ids_are_paired_in_order(tmp_path: Path) -> No
     )
     t = parse_transcript(path)
     uses = [u for m in t.messages for u in m.tool_uses]
-    assert [t.result_of(u).text for u in uses] == ["# Title", "boom"]
-    assert t.result_of(uses[1]).is_error
+    results = [t.result_of(u) for u in uses]
+    assert [r.text if r else None for r in results] == ["# Title", "boom"]
+    assert results[1] is not None and results[1].is_error
 
 
 def test_session_id_prefers_a_uuid_file_name(tmp_path: Path) -> None:

@@ -127,5 +127,5 @@ def test_unreachable_server_is_a_clear_error_and_search_falls_back(root: Path):
     m.index(vectors=False)
     hits, mode = m.search_memory("SAVE_CONFIG")
     assert mode == "keyword" and hits
-    assert "check it is running" in m.status()["semantic_index"]["error"]
+    assert "check it is running" in str(m.status().semantic_index.error)
     m.close()

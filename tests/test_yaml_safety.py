@@ -9,11 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
+from memory_server.errors import UnsafeYamlError, YamlError
 from memory_server.parse.frontmatter import (
     MAX_FRONT_MATTER_CHARS,
-    UnsafeYamlError,
     load_yaml,
     read_front_matter,
     split_front_matter,
@@ -40,14 +39,14 @@ def test_aliases_and_anchors_are_refused() -> None:
         load_yaml(alias_bomb())
     with pytest.raises(UnsafeYamlError):
         load_yaml("base: &b {x: 1}\nother:\n  <<: *b\n")
-    assert isinstance(UnsafeYamlError("x"), yaml.YAMLError)  # callers that handle bad YAML handle this too
+    assert isinstance(UnsafeYamlError("x"), YamlError)  # callers that handle bad YAML handle this too
 
 
 def test_only_plain_values_come_back() -> None:
     meta = load_yaml("title: T\nupdated: 2025-01-02\ntags: [a, b]\nn: 3\nnested: {k: [1, 2.5, null, true]}\n")
     assert meta["title"] == "T" and meta["tags"] == ["a", "b"] and meta["nested"]["k"] == [1, 2.5, None, True]
     for odd in ("x: !!binary aGVsbG8=", "x: !!set {a, b}", "x: !!python/object:os.system {}"):
-        with pytest.raises(yaml.YAMLError):
+        with pytest.raises(YamlError):
             load_yaml(odd)
     with pytest.raises(UnsafeYamlError, match="deep"):
         load_yaml("[" * 5000 + "]" * 5000)
@@ -90,15 +89,15 @@ CHILD = textwrap.dedent(
     NOW = 1767960000.0  # 2026-01-09 12:00 UTC
     root = sys.argv[1]
     out = {"rss_before_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
-    m = Memory(root, embedder=False)
+    m = Memory(root, keyword_only=True)
     m.index()
     with open(root + "/topics/bomb.md", "w", encoding="utf-8") as fh:
         fh.write(sys.argv[3])
     t = time.monotonic(); m.index(); out["index"] = time.monotonic() - t
     t = time.monotonic(); topics = m.list_topics(); out["list_topics"] = time.monotonic() - t
-    out["bomb_title"] = [x["title"] for x in topics if x["path"] == "topics/bomb.md"]
-    out["problems"] = [p for p in m.status()["problem_files"] if p["path"] == "topics/bomb.md"]
-    t = time.monotonic(); result = run_dream(root, memory=m, clock=lambda: NOW); out["dream"] = time.monotonic() - t
+    out["bomb_title"] = [x.title for x in topics if x.path == "topics/bomb.md"]
+    out["problems"] = [p.model_dump() for p in m.status().problem_files if p.path == "topics/bomb.md"]
+    t = time.monotonic(); result = run_dream(root, clock=lambda: NOW); out["dream"] = time.monotonic() - t
     out["dream_sessions"] = len(result.sessions)
     m.close()
     out["rss_after_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

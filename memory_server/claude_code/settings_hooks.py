@@ -26,7 +26,6 @@ from memory_server.claude_code.plugin_files import HookSpec
 from memory_server.errors import SetupError
 from memory_server.files.writing import atomic_write
 
-SCOPES = ("user", "project", "local")
 # A hook this module wrote: memory-server (by path, or `-m memory_server`), then `hook <event>`.
 OURS = re.compile(r"(?:memory-server(?:\.exe)?|-m memory_server) hook (?:session-start|session-end|pre-compact)\b")
 

@@ -85,10 +85,11 @@ def explicit_root(ctx: click.Context | None = None) -> Path | None:
     return Path(given).expanduser() if given else None
 
 
-def open_memory(**kwargs: Any) -> Memory:
+def open_memory(*, keyword_only: bool = False) -> Memory:
+    """The Memory at the command's root (close it with `with`)."""
     from memory_server.api import Memory
 
-    return Memory(root_path(), **kwargs)
+    return Memory(root_path(), keyword_only=keyword_only)
 
 
 def echo_json(data: Any) -> None:
@@ -197,35 +198,42 @@ def run(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
                 args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=False
             )
             sys.stdout.flush()
-        except click.exceptions.Exit as exc:
-            return exc.exit_code
-        except click.ClickException as exc:
-            exc.show()
-            return ERROR_STATUS if exc.exit_code == 2 else exc.exit_code
-        except click.Abort:
-            return INTERRUPTED_STATUS
-        except KeyboardInterrupt:
-            return INTERRUPTED_STATUS
-        except MemoryServerError as exc:
-            click.echo(f"{prog_name}: {exc}", err=True)
-            return ERROR_STATUS
         except BrokenPipeError:
             raise
-        except OSError as exc:
-            click.echo(f"{prog_name}: {describe_os_error(exc)}", err=True)
-            return ERROR_STATUS
-        except Exception as exc:
-            import sqlite3
-
-            if isinstance(exc, sqlite3.Error):
-                click.echo(f"{prog_name}: {describe_sqlite_error(exc)}", err=True)
-                return ERROR_STATUS
-            return _unexpected(prog_name, exc)
-        except BaseException as exc:  # a panic in a library's native core (pyo3's PanicException)
-            if isinstance(exc, SystemExit | GeneratorExit):
-                raise
-            return _unexpected(prog_name, exc)
+        except (SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a panic in a library's native core (pyo3's PanicException) included
+            return exit_status(exc, prog_name)
     except BrokenPipeError:
         _quiet_stdout()  # whoever read our output stopped reading (`| head`): nothing is wrong
         return 1
     return result if isinstance(result, int) else 0
+
+
+def exit_status(exc: BaseException, prog_name: str) -> int:
+    """The exit status for a command that ended with `exc`, after saying on stderr (in one line) what to do."""
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):
+        exc.show()
+        return ERROR_STATUS if exc.exit_code == 2 else exc.exit_code
+    if isinstance(exc, click.Abort | KeyboardInterrupt):
+        return INTERRUPTED_STATUS
+    said = _known_failure(exc)
+    if said is None:
+        return _unexpected(prog_name, exc)
+    click.echo(f"{prog_name}: {said}", err=True)
+    return ERROR_STATUS
+
+
+def _known_failure(exc: BaseException) -> str | None:
+    """What to say about a failure the program knows (ours, the file system's, SQLite's), else None."""
+    import sqlite3
+
+    if isinstance(exc, MemoryServerError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return describe_os_error(exc)
+    if isinstance(exc, sqlite3.Error):
+        return describe_sqlite_error(exc)
+    return None

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
 from memory_server.errors import RootError
 from memory_server.files.root import is_memory_root, not_set_up_message
+
+if TYPE_CHECKING:
+    from memory_server.api import Memory
+    from memory_server.dream.propose import ProposeResult
+    from memory_server.dream.records import ProposalView
 
 
 def dream_root() -> Path:
@@ -24,6 +29,18 @@ def dream_root() -> Path:
     if path.is_dir() and not is_memory_root(path.resolve()):
         raise RootError(not_set_up_message(path.resolve()))
     return path
+
+
+def dream_memory(*, lenient: bool = False, keyword_only: bool = True) -> Memory:
+    """The Memory whose `dream` the command calls. `lenient`: a broken memory.yaml leaves the defaults in force
+    (reviewing a proposal needs none of its settings); `keyword_only=False` keeps the embedding model, which
+    places items given without a section by meaning too."""
+    from memory_server.api import Memory
+
+    root = dream_root()
+    if lenient:
+        return Memory.open_lenient(root, keyword_only=keyword_only)
+    return Memory(root, keyword_only=keyword_only)
 
 
 def _numbers(_ctx: click.Context, _param: click.Parameter, text: str | None) -> list[int] | None:
@@ -67,9 +84,8 @@ def dream() -> None:
 @json_option
 @common_options
 def status(as_json: bool) -> None:
-    from memory_server.dream.review import dream_status
-
-    info = dream_status(dream_root())
+    with dream_memory(lenient=True) as memory:
+        info = memory.dream.status()
     if as_json:
         echo_json(info)
         return
@@ -93,9 +109,8 @@ def status(as_json: bool) -> None:
 @json_option
 @common_options
 def gather(to_stdout: bool, as_json: bool) -> None:
-    from memory_server.dream.pack import gather as gather_pack
-
-    done = gather_pack(dream_root())
+    with dream_memory() as memory:
+        done = memory.dream.gather()
     if as_json:
         pack = done.pack
         echo_json(
@@ -139,16 +154,10 @@ def propose(
         return
     if not items_file:
         raise click.UsageError("give the items file: memory-server dream propose ITEMS.json")
-    from memory_server.dream.propose import propose as propose_items
-
     if items_file == "-":
         items_file = str(_items_from_stdin())
-    memory = None if keyword_only else _memory_for_placement()
-    try:
-        result = propose_items(dream_root(), items_file, drop_refused=drop_refused, memory=memory, redo=redo)
-    finally:
-        if memory is not None:
-            memory.close()
+    with dream_memory(keyword_only=keyword_only) as memory:
+        result = memory.dream.propose(items_file, drop_refused=drop_refused, redo=redo)
     _print_result(result, as_json)
     if result.refusals and result.id is None:
         raise click.exceptions.Exit(1)  # refused: the agent fixes its items and runs it again
@@ -165,18 +174,7 @@ def _items_from_stdin() -> Path:
     return path
 
 
-def _memory_for_placement() -> Any:
-    """A Memory for its embedding model, or None when it cannot be opened (placement falls back to keywords)."""
-    from memory_server.api import Memory
-    from memory_server.errors import MemoryServerError
-
-    try:
-        return Memory(dream_root())
-    except (MemoryServerError, OSError):
-        return None
-
-
-def _print_result(result: Any, as_json: bool) -> None:
+def _print_result(result: ProposeResult, as_json: bool) -> None:
     if as_json:
         echo_json(
             {
@@ -212,9 +210,9 @@ def _print_result(result: Any, as_json: bool) -> None:
 @json_option
 @common_options
 def run(redo: str | None, as_json: bool) -> None:
-    from memory_server.dream.run import run_dream
-
-    _print_result(run_dream(dream_root(), redo=redo), as_json)
+    with dream_memory() as memory:
+        result = memory.dream.run(redo=redo)
+    _print_result(result, as_json)
 
 
 @dream.command(
@@ -225,16 +223,15 @@ def run(redo: str | None, as_json: bool) -> None:
 @json_option
 @common_options
 def show(proposal_id: str | None, as_json: bool) -> None:
-    from memory_server.dream.review import show_proposal
-
-    info = show_proposal(dream_root(), proposal_id)
+    with dream_memory(lenient=True) as memory:
+        info = memory.dream.show(proposal_id)
     if as_json:
         echo_json(info)
         return
     _print_show(info)
 
 
-def _print_show(info: dict[str, Any]) -> None:
+def _print_show(info: ProposalView) -> None:
     from memory_server.parse.text import as_data
 
     click.echo(f"proposal {info['id']} ({info['status']}, made {info['created_utc']})")
@@ -243,7 +240,7 @@ def _print_show(info: dict[str, Any]) -> None:
     if info["diff"]:
         click.echo(f"diff: {info['diff']}")
     for c in info["changes"]:
-        reading = c.get("reading") or {}
+        reading = c.get("reading")
         verdict = f"; second reading: {reading['verdict']}" if reading else ""
         hunks = ", ".join(map(str, c["hunks"]))
         statement = as_data(str(c["statement"]))[:200]
@@ -257,10 +254,10 @@ def _print_show(info: dict[str, Any]) -> None:
 def _review(
     action: str, proposal_id: str | None, changes: list[int] | None, hunks: list[int] | None, as_json: bool
 ) -> None:
-    from memory_server.dream.review import apply_proposal, reject_proposal
-
     apply = action == "apply"
-    result = (apply_proposal if apply else reject_proposal)(dream_root(), proposal_id, hunks, changes=changes)
+    with dream_memory(lenient=True) as memory:
+        review = memory.dream.apply if apply else memory.dream.reject
+        result = review(proposal_id, changes=changes, hunks=hunks)
     if as_json:
         echo_json(result)
         return
@@ -314,14 +311,13 @@ def reject(proposal_id: str | None, changes: list[int] | None, hunks: list[int] 
 def verdicts(verdicts_file: str, proposal_id: str | None, as_json: bool) -> None:
     import json
 
-    from memory_server.dream.review import record_verdicts
-
     text = sys.stdin.read() if verdicts_file == "-" else Path(verdicts_file).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise click.UsageError(f"{verdicts_file} is not JSON ({exc})") from None
-    result = record_verdicts(dream_root(), proposal_id, data)
+    with dream_memory(lenient=True) as memory:
+        result = memory.dream.verdicts(data, proposal_id)
     if as_json:
         echo_json(result)
         return
@@ -338,6 +334,6 @@ def verdicts(verdicts_file: str, proposal_id: str | None, as_json: bool) -> None
 @click.option("--around", default=6, show_default=True, type=click.IntRange(0, 200), help="turns before and after")
 @common_options
 def record(ref: str, around: int) -> None:
-    from memory_server.dream.context import render_around
-
-    click.echo(render_around(dream_root(), ref, around), nl=False)
+    with dream_memory() as memory:
+        text = memory.dream.record(ref, around)
+    click.echo(text, nl=False)

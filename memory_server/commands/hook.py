@@ -20,8 +20,6 @@ import click
 
 from memory_server.commands.common import common_options, given_root
 
-EVENTS = ("session-start", "session-end", "pre-compact")
-
 
 @click.group(
     "hook",

@@ -26,11 +26,8 @@ from memory_server.parse.text import as_data
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @common_options
 def keep(lock_timeout: float, as_json: bool) -> int:
-    memory = open_memory(embedder=False)
-    try:
+    with open_memory(keyword_only=True) as memory:
         report = memory.keep_transcripts(lock_timeout=lock_timeout)
-    finally:
-        memory.close()
     if as_json:
         echo_json(report.to_dict())
         return 2 if report.failed else 0

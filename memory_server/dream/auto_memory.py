@@ -20,7 +20,7 @@ import re
 
 from memory_server.dream.record import AUTO_MEMORY, SessionRecord, Turn
 from memory_server.dream.topics import TopicFile
-from memory_server.files.reading import FileSkipped
+from memory_server.errors import FileSkipped
 from memory_server.files.root import MemoryRoot
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.text import as_data

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from memory_server.dream.auto_memory import auto_memory_records
 from memory_server.dream.gate import DreamGate
-from memory_server.dream.record import SessionRecord, Turn, load_record, transcript_of
+from memory_server.dream.record import SessionRecord, Turn, load_record, named_transcript, transcript_of
 from memory_server.errors import NotFoundError
-from memory_server.files.root import MemoryRoot
-from memory_server.parse.frontmatter import read_front_matter
+from memory_server.files.root import MemoryRoot, as_root
 from memory_server.parse.text import as_data
 from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings, load_settings
@@ -57,8 +56,8 @@ def _session_naming(root: MemoryRoot, settings: Settings, source: str) -> str | 
     if stem == source:
         return None
     for rel in DreamGate(root, settings).session_files():
-        named = read_front_matter(root.path / rel).get("transcript")
-        if isinstance(named, str) and Path(named.strip()).stem == stem:
+        named = named_transcript(root, rel)
+        if named is not None and Path(named).stem == stem:
             return rel
     return None
 
@@ -75,10 +74,12 @@ def _turn(t: Turn, mark: bool) -> list[str]:
     return out
 
 
-def render_around(root: str | os.PathLike[str], ref: str, around: int = 6) -> str:
+def render_around(
+    root: str | os.PathLike[str] | MemoryRoot, ref: str, around: int = 6, *, settings: Settings | None = None
+) -> str:
     """The turns of the session `ref` names, from `around` turns before its line to `around` after."""
-    mroot = MemoryRoot(root)
-    settings = load_settings(mroot.path)
+    mroot = as_root(root)
+    settings = settings or load_settings(mroot.path)
     source, _, line_text = ref.rpartition(":")
     if not line_text.isdigit() or not source:
         raise NotFoundError(f"{ref!r} is not a reference like transcript:<id>:LINE or sessions/...md:LINE")

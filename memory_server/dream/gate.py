@@ -30,8 +30,9 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
+from memory_server.dream.records import DreamState, empty_state
 from memory_server.files.root import DREAM_PENDING, MemoryRoot, layer_of
 from memory_server.files.writing import atomic_write
 from memory_server.settings import DreamSettings, Settings, load_settings
@@ -41,18 +42,6 @@ log = logging.getLogger(__name__)
 STATE_FILE = "dream-state.json"
 LOCK_FILE = "dream.lock"
 PROPOSAL_META = "proposal.json"
-
-
-def _empty_state() -> dict[str, Any]:
-    return {
-        "version": 1,
-        "last_dream": None,
-        "processed": {},
-        "rejected": {},
-        "applied": {},
-        "held": {},
-        "run_read": {},  # sessions `dream run` (no agent) has read: never marked read for the agent's /dream
-    }
 
 
 def format_time(ts: float | None) -> str:
@@ -84,7 +73,7 @@ class DreamGate:
 
     @property
     def lock_path(self) -> Path:
-        return self.root.state_dir / LOCK_FILE
+        return self.root.ensure_state_dir() / LOCK_FILE
 
     @property
     def flag_path(self) -> Path:
@@ -92,14 +81,13 @@ class DreamGate:
 
     # -- state --------------------------------------------------------------------------------------
 
-    def load_state(self) -> dict[str, Any]:
+    def load_state(self) -> DreamState:
         """The dream state; rebuilt from `dreams/*/proposal.json` when the state file is missing."""
         try:
             raw = json.loads(self.state_path.read_text(encoding="utf-8"))
             if isinstance(raw, dict):
-                state = _empty_state()
-                state.update({k: v for k, v in raw.items() if k in state})
-                return state
+                state = empty_state()
+                return cast(DreamState, {**state, **{k: v for k, v in raw.items() if k in state}})
             log.warning("%s is not a JSON object; rebuilding the dream state from dreams/", self.state_path)
         except FileNotFoundError:
             pass
@@ -107,8 +95,8 @@ class DreamGate:
             log.warning("%s is unreadable (%s); rebuilding the dream state from dreams/", self.state_path, exc)
         return self._state_from_proposals()
 
-    def _state_from_proposals(self) -> dict[str, Any]:
-        state = _empty_state()
+    def _state_from_proposals(self) -> DreamState:
+        state = empty_state()
         dreams = self.root.dreams_dir
         if not dreams.is_dir():
             return state
@@ -120,15 +108,18 @@ class DreamGate:
             created = float(meta.get("created") or 0)
             if meta.get("origin") != "run":
                 state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
-            read = "run_read" if meta.get("origin") == "run" else "processed"  # `dream run` leaves them unread
+            read = state["run_read"] if meta.get("origin") == "run" else state["processed"]  # `dream run`: unread
             for rel in meta.get("sessions", []):
-                state[read][rel] = {"dream": meta.get("id"), "at": created}
+                read[rel] = {"dream": meta.get("id"), "at": created}
             for hunk in meta.get("hunks", []):
-                bucket = {"rejected": "rejected", "applied": "applied"}.get(hunk.get("status"))
-                if bucket:
+                status = hunk.get("status")
+                bucket = (
+                    state["rejected"] if status == "rejected" else state["applied"] if status == "applied" else None
+                )
+                if bucket is not None:
                     for fp in hunk.get("fingerprints", []):
                         item = (meta.get("items") or {}).get(fp) or {}
-                        state[bucket][fp] = {
+                        bucket[fp] = {
                             "proposal": meta.get("id"),
                             "hunk": hunk.get("n"),
                             "at": created,
@@ -137,9 +128,9 @@ class DreamGate:
                         }
         return state
 
-    def save_state(self, state: dict[str, Any]) -> None:
+    def save_state(self, state: DreamState) -> None:
         """Write the state atomically. Callers hold the dream lock."""
-        _ = self.root.state_dir  # creates .memory/
+        self.root.ensure_state_dir()
         atomic_write(self.state_path, json.dumps(state, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
     # -- sessions -----------------------------------------------------------------------------------
@@ -158,7 +149,7 @@ class DreamGate:
                     found.append(rel)
         return sorted(found)
 
-    def unprocessed_sessions(self, state: dict[str, Any] | None = None) -> list[str]:
+    def unprocessed_sessions(self, state: DreamState | None = None) -> list[str]:
         processed = (state or self.load_state())["processed"]
         return [rel for rel in self.session_files() if rel not in processed]
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.dream.gate import PROPOSAL_META, DreamGate
+from memory_server.dream.records import DreamState, ProposalMeta
 from memory_server.dream.writeset import check_target
 from memory_server.errors import DreamError, PathRefusedError
 from memory_server.files.crashpoints import crash_point
@@ -46,7 +47,7 @@ JOURNAL = "apply-journal.json"
 DREAM_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.dream\.tmp$")
 
 
-def write_meta(folder: Path, meta: dict[str, Any]) -> None:
+def write_meta(folder: Path, meta: ProposalMeta) -> None:
     """Write a proposal's proposal.json atomically (the one place its format is decided)."""
     atomic_write(folder / PROPOSAL_META, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
 
@@ -66,8 +67,8 @@ class ApplyJournal:
         root: MemoryRoot,
         proposal_id: str,
         hunks: list[int],
-        meta: dict[str, Any],
-        state: dict[str, Any],
+        meta: ProposalMeta,
+        state: DreamState,
         action: str = "apply",
     ) -> None:
         self.root = root

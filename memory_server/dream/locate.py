@@ -28,6 +28,7 @@ from memory_server.dream.record import (
     SessionRecord,
     Turn,
 )
+from memory_server.errors import Unlocated
 
 # When several turns share a line (a rejection notice and the person's feedback), the quote is the person's
 # only if their words hold it.
@@ -35,10 +36,6 @@ SPEAKER_ORDER = (PERSON, AGENT, TOOL, FILE, AUTO_MEMORY, OUTSIDE, CLAUDE_CODE)
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 GAP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 SENTENCE_LIMIT = 600
-
-
-class Unlocated(Exception):  # noqa: N818 - an outcome of a check, caught where items are verified
-    """A quote that is not where its reference says, with the reason in words the agent can act on."""
 
 
 def norm(text: str) -> str:

@@ -27,7 +27,7 @@ from memory_server.dream.identifiers import identifiers
 from memory_server.dream.proposals import dream_lock
 from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, FailureRecord, SessionRecord, Turn, iter_records
 from memory_server.dream.topics import TopicFile, headings, load_topics
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import MemoryRoot, as_root
 from memory_server.files.writing import atomic_write
 from memory_server.parse.text import as_data
 from memory_server.sessions.redact import redact_for_report
@@ -96,7 +96,6 @@ class TopicLine:
 @dataclass
 class Pack:
     sessions: list[SessionRecord]
-    topic_lines: list[TopicLine]
     text: str
     left_out: dict[str, int] = field(default_factory=dict)  # session ref base -> items left out
     seconds: float = 0.0
@@ -316,9 +315,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
         out.append("")
     out += _outline(topics)
     text = redact_for_report("\n".join(out))
-    return Pack(
-        [b[0] for b in blocks], lines, text, left, time.monotonic() - started, covered, waiting, sorted(held or {})
-    )
+    return Pack([b[0] for b in blocks], text, left, time.monotonic() - started, covered, waiting, sorted(held or {}))
 
 
 def write_pack(root: MemoryRoot, pack: Pack) -> Path:
@@ -358,10 +355,15 @@ class Gathered:
     message: str
 
 
-def gather(root: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> Gathered:
+def gather(
+    root: str | os.PathLike[str] | MemoryRoot,
+    *,
+    clock: Callable[[], float] = time.time,
+    settings: Settings | None = None,
+) -> Gathered:
     """`dream gather`: the evidence pack of the sessions no dream has read, written to `dreams/evidence.md`."""
-    mroot = MemoryRoot(root)
-    settings = load_settings(mroot.path)
+    mroot = as_root(root)
+    settings = settings or load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream gather`"):
         paths = gate.unprocessed_sessions(gate.load_state())

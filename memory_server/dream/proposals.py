@@ -7,10 +7,11 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import cast
 
 from memory_server.dream.gate import PROPOSAL_META, DreamGate
 from memory_server.dream.journal import recover
+from memory_server.dream.records import ProposalMeta, ProposalSummary
 from memory_server.errors import DreamError, NotFoundError
 from memory_server.files.locks import FileLock
 from memory_server.files.root import MemoryRoot
@@ -40,13 +41,12 @@ def new_stamp(root: MemoryRoot, now: float) -> str:
     return stamp
 
 
-def read_meta(root: MemoryRoot, proposal_id: str) -> dict[str, Any]:
+def read_meta(root: MemoryRoot, proposal_id: str) -> ProposalMeta:
     if not proposal_id or "/" in proposal_id or proposal_id.startswith("."):
         raise NotFoundError(f"{proposal_id!r} is not a proposal id; list them with `memory-server dream show`")
     path = root.dreams_dir / proposal_id / PROPOSAL_META
     try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return data
+        return cast(ProposalMeta, json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise NotFoundError(
             f"no proposal {proposal_id!r} under {root.dreams_dir}; list them with `memory-server dream show`"
@@ -57,9 +57,9 @@ def read_meta(root: MemoryRoot, proposal_id: str) -> dict[str, Any]:
         ) from exc
 
 
-def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[dict[str, Any]]:
+def list_proposals(root: str | os.PathLike[str] | MemoryRoot) -> list[ProposalSummary]:
     mroot = root if isinstance(root, MemoryRoot) else MemoryRoot(root)
-    out = []
+    out: list[ProposalSummary] = []
     if mroot.dreams_dir.is_dir():
         for folder in sorted(mroot.dreams_dir.iterdir()):
             if (folder / PROPOSAL_META).is_file():

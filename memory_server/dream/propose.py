@@ -35,13 +35,15 @@ from memory_server.dream.pack import PACK_RECORD, build_pack, packed_held, packe
 from memory_server.dream.patch import FilePatch, Hunk, apply_edits, make_patch
 from memory_server.dream.proposals import dream_lock, new_stamp, read_meta
 from memory_server.dream.record import SessionRecord, load_records
+from memory_server.dream.records import ChangeRecord, DreamState, HeldItem, HunkRecord, ProposalMeta
 from memory_server.dream.rejections import rejections
 from memory_server.dream.report import ReportInput, render_report
-from memory_server.dream.topics import TopicFile, embedder_of, load_topics, place
+from memory_server.dream.topics import TopicFile, load_topics, place
 from memory_server.dream.verify import Context, Verified, verify
 from memory_server.errors import DreamError
-from memory_server.files.root import MEMORY_INDEX, MemoryRoot
+from memory_server.files.root import MEMORY_INDEX, MemoryRoot, as_root
 from memory_server.files.writing import atomic_write, unlink_quietly
+from memory_server.index.embedder import Embedder
 from memory_server.settings import Settings, load_settings
 
 Placer = Callable[[ProposalItem, TopicFile], str]
@@ -68,14 +70,14 @@ class Batch:
     root: MemoryRoot
     settings: Settings
     gate: DreamGate
-    state: dict[str, Any]
+    state: DreamState
     paths: list[str]
     sessions: list[SessionRecord]
     later: list[SessionRecord]
     topics: dict[str, TopicFile]
     memory_md: TopicFile | None
     tree: GitTree
-    redone: dict[str, Any] | None = None  # the proposal whose sessions are read again (`--redo`)
+    redone: ProposalMeta | None = None  # the proposal whose sessions are read again (`--redo`)
     auto: list[SessionRecord] = field(default_factory=list)  # Claude Code's auto memory, first in every order
 
     @property
@@ -121,7 +123,7 @@ def open_batch(
     return Batch(root, settings, gate, state, paths, sessions, later, topics, memory_md, tree, redone, auto)
 
 
-def held_sessions(state: dict[str, Any]) -> set[str]:
+def held_sessions(state: DreamState) -> set[str]:
     """The session files cited by the verified items waiting in the dream state."""
     return {
         p
@@ -204,7 +206,7 @@ def _choose(
     return chosen, held, patches
 
 
-def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str) -> dict[str, Any]:
+def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str) -> HeldItem:
     """A verified item waiting for a later pass, with what re-verifying it needs: the item as written and
     the session files its evidence cites."""
     cited = {x.session.path for x in v.located} | {c.session for c in v.lessons}
@@ -220,9 +222,9 @@ def _held_record(batch: Batch, v: Verified, dream_id: str, now: float, why: str)
     }
 
 
-def _change_records(chosen: list[Verified], hunks: list[Hunk]) -> list[dict[str, Any]]:
+def _change_records(chosen: list[Verified], hunks: list[Hunk]) -> list[ChangeRecord]:
     """One record per change (an item), numbered in the proposal's order, with the hunks that carry it."""
-    out = []
+    out: list[ChangeRecord] = []
     for n, v in enumerate(chosen, 1):
         fp = v.item.fingerprint
         out.append(
@@ -240,9 +242,9 @@ def _change_records(chosen: list[Verified], hunks: list[Hunk]) -> list[dict[str,
     return out
 
 
-def _hunk_records(hunks: list[Hunk], changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _hunk_records(hunks: list[Hunk], changes: list[ChangeRecord]) -> list[HunkRecord]:
     by_fp = {c["fingerprint"]: c for c in changes}
-    out = []
+    out: list[HunkRecord] = []
     for h in hunks:
         mine = [by_fp[k] for k in h.keys if k in by_fp]
         pointer = h.path == MEMORY_INDEX and all(c["target"] != MEMORY_INDEX for c in mine)
@@ -268,7 +270,7 @@ def _hunk_records(hunks: list[Hunk], changes: list[dict[str, Any]]) -> list[dict
 def _meta(
     batch: Batch, dream_id: str, now: float, origin: str, chosen: list[Verified], held: list[tuple[Verified, str]],
     patches: list[FilePatch],
-) -> dict[str, Any]:  # fmt: skip
+) -> ProposalMeta:  # fmt: skip
     hunks = [h for p in patches for h in p.hunks]
     known = {**batch.topics, **({MEMORY_INDEX: batch.memory_md} if batch.memory_md else {})}
     shas = {p.path: None if p.new_file else known[p.path].sha256 for p in patches}
@@ -304,9 +306,9 @@ def _meta(
 def _waiting(
     batch: Batch, verified: list[Verified], held: list[tuple[Verified, str]], dream_id: str, now: float,
     offered: list[str],
-) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+) -> tuple[dict[str, HeldItem], list[str]]:  # fmt: skip
     """The dream state's waiting items after this pass, and the statements of those no longer waiting."""
-    waiting: dict[str, Any] = dict(batch.gate.load_state().get("held") or {})
+    waiting: dict[str, HeldItem] = dict(batch.gate.load_state().get("held") or {})
     submitted = {v.item.fingerprint for v in verified}
     dropped = [rec.get("statement", fp) for fp, rec in waiting.items() if fp in set(offered) and fp not in submitted]
     waiting = {fp: rec for fp, rec in waiting.items() if fp not in submitted and fp not in set(offered)}
@@ -314,7 +316,7 @@ def _waiting(
     return waiting, dropped
 
 
-def _write(folder: Path, patches: list[FilePatch], report: str, meta: dict[str, Any]) -> None:
+def _write(folder: Path, patches: list[FilePatch], report: str, meta: ProposalMeta) -> None:
     """dreams/<id>/ all or nothing: proposal.json last (a folder with it is a complete proposal)."""
     try:
         folder.mkdir(parents=True)
@@ -327,7 +329,7 @@ def _write(folder: Path, patches: list[FilePatch], report: str, meta: dict[str, 
         raise
 
 
-def _record_pass(batch: Batch, dream_id: str, now: float, origin: str, waiting: dict[str, Any]) -> None:
+def _record_pass(batch: Batch, dream_id: str, now: float, origin: str, waiting: dict[str, HeldItem]) -> None:
     """Mark the sessions read (the agent's pass only: `dream run` leaves them for the agent's /dream)."""
     state = batch.gate.load_state()
     if origin == "agent":
@@ -413,36 +415,36 @@ def render_proposal(
     )
 
 
-def _supersede(root: MemoryRoot, redone: dict[str, Any], dream_id: str) -> None:
+def _supersede(root: MemoryRoot, redone: ProposalMeta, dream_id: str) -> None:
     """The proposal a `--redo` replaces: removed when no hunk of it was applied or rejected (nothing refers to
     it then), else marked superseded (`show`/`apply` refuse it)."""
     folder = root.dreams_dir / str(redone["id"])
     if all(h.get("status") in ("pending", "withheld") for h in redone.get("hunks", [])):
         shutil.rmtree(folder, ignore_errors=True)
         return
-    redone.update(status="superseded", superseded_by=dream_id)
+    redone["status"], redone["superseded_by"] = "superseded", dream_id
     write_meta(folder, redone)
 
 
 def propose(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     items_file: str | os.PathLike[str],
     *,
     drop_refused: bool = False,
     clock: Callable[[], float] = time.time,
-    memory: Any = None,
+    embedder: Embedder | None = None,
     redo: str | None = None,
+    settings: Settings | None = None,
 ) -> ProposeResult:
     """Verify the items in `items_file`; when all pass (or `drop_refused`), write the proposal.
 
-    `memory`: a Memory whose embedding model places items given without a section by meaning too.
+    `embedder`: an embedding model that places items given without a section by meaning too.
     `redo`: a proposal whose sessions are read again (it is superseded by the new one).
     """
-    mroot = MemoryRoot(root)
-    settings = load_settings(mroot.path)
+    mroot = as_root(root)
+    settings = settings or load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
     items, refusals = load_items(Path(items_file))
-    embedder = embedder_of(memory)
 
     def placer(item: ProposalItem, topic: TopicFile) -> str:
         return place(item.statement, topic, settings.dream, embedder)

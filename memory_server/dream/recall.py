@@ -9,7 +9,7 @@ Bounded: only the latest `max_events` events are kept (older ones roll off on in
 mode with a busy timeout, so several servers on one root append at once without losing events.
 Recording is best effort: a failure is logged and never breaks the search that triggered it.
 
-    log = RecallLog(root.state_dir)
+    log = RecallLog(root.ensure_state_dir())
     log.record("search_exact", "SAVE_CONFIG", hits)
     for event in log.events(since=time.time() - 86400): ...
 """

@@ -564,22 +564,28 @@ def _save_cache(cache: Path, key: str, record: SessionRecord) -> None:
         log.warning("dream: could not cache the record of %s: %s", record.path, exc)
 
 
+def named_transcript(root: MemoryRoot, rel: str) -> str | None:
+    """The transcript path a compressed session's front matter names, as written (it may be gone)."""
+    named = read_front_matter(root.path / rel).get("transcript")
+    return named.strip() if isinstance(named, str) and named.strip() else None
+
+
 def transcript_of(root: MemoryRoot, rel: str, settings: Settings) -> Path | None:
     """The transcript a compressed session names, when it can still be read (inside an allowed folder), else
     its kept copy in the root; None when neither is there."""
     from memory_server.sessions.kept import confine_kept, find_kept
     from memory_server.sessions.transcript_layer import confine
 
-    named = read_front_matter(root.path / rel).get("transcript")
-    if not isinstance(named, str) or not named.strip():
+    named = named_transcript(root, rel)
+    if named is None:
         return None
     try:
-        path = confine(Path(named.strip()), settings)
+        path = confine(Path(named), settings)
         if path.is_file():
             return path
     except (MemoryServerError, OSError) as exc:
         log.info("dream: the transcript of %s cannot be read (%s); looking for its kept copy", rel, exc)
-    kept = find_kept(root, transcript_id(Path(named.strip())))
+    kept = find_kept(root, transcript_id(Path(named)))
     if kept is None:
         return None
     try:

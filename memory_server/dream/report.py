@@ -19,6 +19,7 @@ from memory_server.dream.claims import shown_term
 from memory_server.dream.gate import format_time
 from memory_server.dream.locate import Located
 from memory_server.dream.patch import Hunk
+from memory_server.dream.records import ChangeRecord
 from memory_server.dream.reversals import Later
 from memory_server.dream.verify import Verified
 from memory_server.parse.text import as_data
@@ -41,7 +42,7 @@ class ReportInput:
     origin: str  # "agent" (dream propose) or "run" (dream run, no agent)
     sessions: list[str]
     hunks: list[Hunk]
-    changes: list[dict[str, Any]]  # proposal.json's change records, in order
+    changes: list[ChangeRecord]  # proposal.json's change records, in order
     proposed: list[Verified]  # the same changes, as verified
     held_back: list[tuple[Verified, str]]  # (item, why it waits)
     listed: list[Verified]
@@ -139,7 +140,7 @@ def _later_lines(later: Later | None) -> list[str]:
     return out
 
 
-def _change_section(r: ReportInput, record: dict[str, Any], v: Verified) -> list[str]:
+def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[str]:
     item = v.item
     hunks = [h for h in r.hunks if h.n in record["hunks"]]
     out = [f"## Change {record['n']}: {shown(item.statement, 200)}", ""]

@@ -21,11 +21,21 @@ from memory_server.dream.journal import ApplyJournal, pending_journals
 from memory_server.dream.patch import Hunk, apply_hunks, parse_diff
 from memory_server.dream.proposals import dream_lock, list_proposals, newest_id
 from memory_server.dream.proposals import read_meta as _read_meta
+from memory_server.dream.records import (
+    ChangeRecord,
+    ChangeView,
+    Decided,
+    DreamStatusReport,
+    ProposalMeta,
+    ProposalView,
+    ReviewResult,
+    VerdictsResult,
+)
 from memory_server.dream.topics import split_keep
 from memory_server.dream.writeset import write_all_or_nothing
 from memory_server.errors import ConfigError, DreamError, NotFoundError, StaleProposalError
 from memory_server.files.reading import sha256_bytes
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import MemoryRoot, as_root
 from memory_server.settings import Settings, load_settings
 
 
@@ -44,10 +54,15 @@ def _regenerate(proposal_id: str) -> str:
     )
 
 
-def dream_status(root: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> dict[str, Any]:
+def dream_status(
+    root: str | os.PathLike[str] | MemoryRoot,
+    *,
+    clock: Callable[[], float] = time.time,
+    settings: Settings | None = None,
+) -> DreamStatusReport:
     """Due or not and why, what waits, and the proposals that still have hunks to review."""
-    mroot = MemoryRoot(root)
-    gate = DreamGate(mroot, _settings(mroot), clock)
+    mroot = as_root(root)
+    gate = DreamGate(mroot, settings or _settings(mroot), clock)
     _finish_interrupted(gate, "status")
     due, reason = gate.due()
     state = gate.load_state()
@@ -72,7 +87,7 @@ def _finish_interrupted(gate: DreamGate, action: str) -> None:
             pass  # dream_lock finishes it
 
 
-def _parsed(root: MemoryRoot, meta: dict[str, Any]) -> dict[int, Hunk]:
+def _parsed(root: MemoryRoot, meta: ProposalMeta) -> dict[int, Hunk]:
     path = root.dreams_dir / meta["id"] / "proposal.diff"
     if not meta["hunks"]:
         raise DreamError(f"proposal {meta['id']} proposes no change; there is nothing to apply or reject")
@@ -90,7 +105,7 @@ def _parsed(root: MemoryRoot, meta: dict[str, Any]) -> dict[int, Hunk]:
     return {h.n: h for h in hunks}
 
 
-def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[int], list[int]]:
+def _select(meta: ProposalMeta, wanted: Sequence[int] | None) -> tuple[list[int], list[int]]:
     """(hunks chosen, hunks added because they belong with a chosen one)."""
     by_n = {h["n"]: h for h in meta["hunks"]}
     if wanted is None:
@@ -116,7 +131,7 @@ def _select(meta: dict[str, Any], wanted: Sequence[int] | None) -> tuple[list[in
 
 
 def _check(
-    root: MemoryRoot, meta: dict[str, Any], parsed: dict[int, Hunk], chosen: list[int]
+    root: MemoryRoot, meta: ProposalMeta, parsed: dict[int, Hunk], chosen: list[int]
 ) -> dict[str, tuple[bytes, str | None]]:
     """New bytes per target for the chosen hunks (with those applied before), checked against the files."""
     by_n = {h["n"]: h for h in meta["hunks"]}
@@ -138,10 +153,12 @@ def _check(
     return changes
 
 
-def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) -> dict[str, Any]:
+def show_proposal(
+    root: str | os.PathLike[str] | MemoryRoot, proposal_id: str | None = None, *, settings: Settings | None = None
+) -> ProposalView:
     """A proposal (default: the newest with hunks to review): its hunks, files, and whether it still applies."""
-    mroot = MemoryRoot(root)
-    _finish_interrupted(DreamGate(mroot, _settings(mroot)), "show")
+    mroot = as_root(root)
+    _finish_interrupted(DreamGate(mroot, settings or _settings(mroot)), "show")
     proposals = list_proposals(mroot)
     if not proposals:
         raise NotFoundError("no dream proposals yet: run `memory-server dream run`")
@@ -181,7 +198,7 @@ def show_proposal(root: str | os.PathLike[str], proposal_id: str | None = None) 
     }
 
 
-def changes_of(meta: dict[str, Any]) -> list[dict[str, Any]]:
+def changes_of(meta: ProposalMeta) -> list[ChangeRecord]:
     """A proposal's changes (one per item, with its hunks); a proposal made before changes were recorded
     counts each hunk as a change."""
     if isinstance(meta.get("changes"), list):
@@ -189,7 +206,7 @@ def changes_of(meta: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"n": h["n"], "hunks": [h["n"]], "statement": h.get("summary", ""), "reading": None} for h in meta["hunks"]]
 
 
-def hunks_of_changes(meta: dict[str, Any], wanted: Sequence[int]) -> list[int]:
+def hunks_of_changes(meta: ProposalMeta, wanted: Sequence[int]) -> list[int]:
     """The hunks that carry the changes `wanted` (numbers as REPORT.md and `show` give them)."""
     by_n = {c["n"]: c for c in changes_of(meta)}
     out: list[int] = []
@@ -200,28 +217,29 @@ def hunks_of_changes(meta: dict[str, Any], wanted: Sequence[int]) -> list[int]:
     return out
 
 
-def _change_status(meta: dict[str, Any]) -> list[dict[str, Any]]:
+def _change_status(meta: ProposalMeta) -> list[ChangeView]:
     """Each change with its hunks' paths and its status (the status of its hunks)."""
     by_n = {h["n"]: h for h in meta["hunks"]}
-    out = []
+    out: list[ChangeView] = []
     for c in changes_of(meta):
         statuses = {by_n[h]["status"] for h in c["hunks"] if h in by_n}
         paths = sorted({by_n[h]["path"] for h in c["hunks"] if h in by_n})
         status = statuses.pop() if len(statuses) == 1 else "partly " + "/".join(sorted(statuses))
-        out.append({**c, "status": status, "paths": paths})
+        out.append(ChangeView(**c, status=status, paths=paths))
     return out
 
 
 def _review(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     proposal_id: str | None,
     hunks: Sequence[int] | None,
     action: str,
     clock: Callable[[], float],
     changes_wanted: Sequence[int] | None = None,
-) -> dict[str, Any]:
-    mroot = MemoryRoot(root)
-    gate = DreamGate(mroot, _settings(mroot), clock)
+    settings: Settings | None = None,
+) -> ReviewResult:
+    mroot = as_root(root)
+    gate = DreamGate(mroot, settings or _settings(mroot), clock)
     with dream_lock(gate, gate.settings.lock_wait_seconds, f"run `memory-server dream {action}`"):
         proposal_id = proposal_id or newest_id(mroot)  # like `show`: the newest with hunks to review
         meta = _read_meta(mroot, proposal_id)
@@ -236,20 +254,24 @@ def _review(
         for path, (data, _expected) in changes.items():
             meta["current"][path] = sha256_bytes(data)
         state = gate.load_state()
-        bucket = "applied" if action == "apply" else "rejected"
+        bucket: Decided = "applied" if action == "apply" else "rejected"
+        decided = state[bucket]
         for h in meta["hunks"]:
             if h["n"] in chosen:
                 h["status"] = bucket
-                h[f"{bucket}_at"] = now
+                if bucket == "applied":
+                    h["applied_at"] = now
+                else:
+                    h["rejected_at"] = now
                 for fp in h["fingerprints"]:
-                    item = meta.get("items", {}).get(fp, {})
-                    state[bucket][fp] = {
+                    item = meta.get("items", {}).get(fp)
+                    decided[fp] = {
                         "proposal": proposal_id,
                         "hunk": h["n"],
                         "at": now,
                         "summary": h["summary"],
-                        "statement": item.get("statement", h["summary"]),
-                        "target": item.get("target", h["path"]),
+                        "statement": item["statement"] if item else h["summary"],
+                        "target": item["target"] if item else h["path"],
                     }
         if all(h["status"] not in ("pending", "withheld") for h in meta["hunks"]):
             meta["status"] = "done"
@@ -272,36 +294,38 @@ def _review(
 
 
 def apply_proposal(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     proposal_id: str | None = None,
     hunks: Sequence[int] | None = None,
     *,
     changes: Sequence[int] | None = None,
     clock: Callable[[], float] = time.time,
-) -> dict[str, Any]:
+    settings: Settings | None = None,
+) -> ReviewResult:
     """Apply the chosen changes or hunks (default: every pending change) of a proposal (default: the newest
     with changes to review) to topics/ and MEMORY.md, all or nothing. A change the second reading withheld
     is applied only when named."""
-    return _review(root, proposal_id, hunks, "apply", clock, changes)
+    return _review(root, proposal_id, hunks, "apply", clock, changes, settings)
 
 
 def reject_proposal(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     proposal_id: str | None = None,
     hunks: Sequence[int] | None = None,
     *,
     changes: Sequence[int] | None = None,
     clock: Callable[[], float] = time.time,
-) -> dict[str, Any]:
+    settings: Settings | None = None,
+) -> ReviewResult:
     """Reject the chosen changes or hunks (default: every pending one) of a proposal (default: the newest
     with changes to review); they, and items close to them, are never proposed again."""
-    return _review(root, proposal_id, hunks, "reject", clock, changes)
+    return _review(root, proposal_id, hunks, "reject", clock, changes, settings)
 
 
 VERDICTS = ("accept", "reject")
 
 
-def _parse_verdicts(data: Any, meta: dict[str, Any]) -> dict[int, tuple[str, str]]:
+def _parse_verdicts(data: Any, meta: ProposalMeta) -> dict[int, tuple[str, str]]:
     """{change: (verdict, reason)} from `{"verdicts": [{"change": 1, "verdict": "accept", "reason": "..."}]}`."""
     raw = data.get("verdicts") if isinstance(data, dict) else data
     if not isinstance(raw, list) or not raw:
@@ -323,20 +347,21 @@ def _parse_verdicts(data: Any, meta: dict[str, Any]) -> dict[int, tuple[str, str
 
 
 def record_verdicts(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     proposal_id: str | None,
     data: Any,
     *,
     clock: Callable[[], float] = time.time,
-) -> dict[str, Any]:
+    settings: Settings | None = None,
+) -> VerdictsResult:
     """Record a second reader's verdicts on a proposal's changes: in proposal.json and REPORT.md; a change
     the reader rejects is withheld (not applied unless a person names it), with the reason."""
     from memory_server.dream.journal import write_meta
     from memory_server.dream.report import mark_read, record_reading
     from memory_server.files.writing import atomic_write
 
-    mroot = MemoryRoot(root)
-    gate = DreamGate(mroot, _settings(mroot), clock)
+    mroot = as_root(root)
+    gate = DreamGate(mroot, settings or _settings(mroot), clock)
     with dream_lock(gate, gate.settings.lock_wait_seconds, "run `memory-server dream verdicts`"):
         proposal_id = proposal_id or newest_id(mroot)
         meta = _read_meta(mroot, proposal_id)

@@ -27,8 +27,8 @@ from memory_server.dream.propose import Batch, ProposeResult, open_batch, render
 from memory_server.dream.recall import RecallEvent, RecallLog, content_words
 from memory_server.dream.record import FailureRecord, SessionRecord
 from memory_server.errors import DreamError
-from memory_server.files.root import MemoryRoot
-from memory_server.settings import DreamSettings, load_settings
+from memory_server.files.root import MemoryRoot, as_root
+from memory_server.settings import DreamSettings, Settings, load_settings
 
 
 def repeated_errors(batch: Batch) -> list[ProposalItem]:
@@ -121,20 +121,15 @@ def stale_topics(batch: Batch) -> list[dict[str, Any]]:
 
 
 def run_dream(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | MemoryRoot,
     *,
-    memory: Any = None,
     clock: Callable[[], float] = time.time,
     redo: str | None = None,
-    semantic: bool = True,
+    settings: Settings | None = None,
 ) -> ProposeResult:
-    """One pass without an agent over the sessions no dream has read (with `redo`, those of proposal `redo` again).
-
-    `memory` and `semantic` are accepted and unused: this pass matches nothing by meaning.
-    """
-    del memory, semantic
-    mroot = MemoryRoot(root)
-    settings = load_settings(mroot.path)
+    """One pass without an agent over the sessions no dream has read (with `redo`, those of proposal `redo` again)."""
+    mroot = as_root(root)
+    settings = settings or load_settings(mroot.path)
     gate = DreamGate(mroot, settings, clock)
     with dream_lock(gate, settings.dream.lock_wait_seconds, "run `memory-server dream run`"):
         state = gate.load_state()
@@ -144,7 +139,7 @@ def run_dream(
         except DreamError as exc:
             return ProposeResult(None, None, message=str(exc))
         verified, refused = batch.verify(repeated_errors(batch))
-        recall = RecallLog(mroot.state_dir, max_events=settings.dream.recall_max_events)
+        recall = RecallLog(mroot.ensure_state_dir(), max_events=settings.dream.recall_max_events)
         try:
             events = recall.events()
         finally:

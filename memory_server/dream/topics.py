@@ -12,7 +12,6 @@ import datetime as dt
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -136,11 +135,6 @@ def sections(topic: TopicFile) -> list[tuple[str, str]]:
     heads = headings(topic)
     ends = [i for i, _level, _text in heads[1:]] + [len(topic.lines)]
     return [(text, "".join(topic.lines[i + 1 : end])) for (i, _level, text), end in zip(heads, ends, strict=True)]
-
-
-def embedder_of(memory: Any) -> Embedder | None:
-    """The Memory's embedding model when it has one (semantic placement), else None (keywords only)."""
-    return getattr(memory, "embedder", None) if memory is not None else None
 
 
 def place(statement: str, topic: TopicFile, settings: DreamSettings, embedder: Embedder | None = None) -> str:

@@ -48,7 +48,7 @@ from memory_server.dream.grounding import declines, polarity_problem, temporary_
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
-from memory_server.dream.locate import Located, Recorded, Unlocated, following, norm
+from memory_server.dream.locate import Located, Recorded, following, norm
 from memory_server.dream.names import GitTree, claimed_names, name_kind
 from memory_server.dream.record import (
     AGENT,
@@ -65,6 +65,7 @@ from memory_server.dream.rejections import Rejection, matching_rejection, near_r
 from memory_server.dream.reversals import Later, later_mentions
 from memory_server.dream.stance import classify, considered_part, kept_part, stance_problem
 from memory_server.dream.topics import TopicFile, heading_key, headings
+from memory_server.errors import Refused, Unlocated
 from memory_server.parse.text import UNSAFE_CHAR, invisible
 from memory_server.settings import DreamSettings
 
@@ -88,10 +89,6 @@ REMOVED_BEFORE = (
     r"\b(?:(?:renamed|moved|migrated|switched|changed|converted|ported)\s+(?:\w+\s+){0,2}from|formerly|"
     r"previously|(?:it|this|that|which) (?:was|used to be)|was called|used to be called|old name)\s+`?"
 )
-
-
-class Refused(Exception):  # noqa: N818 - the outcome of a check, caught below
-    """An item the record does not carry, with the reason."""
 
 
 @dataclass

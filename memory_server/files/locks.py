@@ -1,6 +1,6 @@
 """Every cross-process lock the program takes, all through the `filelock` library.
 
-Locks live under `.memory/` (the caller gives a path there, from MemoryRoot.state_dir):
+Locks live under `.memory/` (the caller gives a path there, from MemoryRoot.ensure_state_dir):
 
     index.lock      the index writer (index/indexer.py): one process writes the indices at a time
     chroma.lock     every use of the embedded Chroma store, read or write (index/vectors.py)
@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 
 INDEX_LOCK = "index.lock"
 CHROMA_LOCK = "chroma.lock"
-DREAM_LOCK = "dream.lock"
 COMPRESS_LOCK = "compress.lock"
 
 
@@ -39,10 +38,6 @@ class FileLock:
         self.path = Path(path)
         self.busy = busy
         self._lock = filelock.FileLock(str(self.path), poll_interval=poll)
-
-    @property
-    def is_held(self) -> bool:
-        return bool(self._lock.is_locked)
 
     def acquire(self, timeout: float, *, optional: bool = False) -> bool:
         """Wait up to `timeout` seconds (< 0: forever) for the lock; LockedError when it stays busy.

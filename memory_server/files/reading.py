@@ -14,11 +14,12 @@ import hashlib
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import FileSkipped, NotFoundError, PathRefusedError
 from memory_server.files.paths import HardLinks, is_inside
 
 # Files larger than this are skipped (with a warning in status) unless memory.yaml raises it.
@@ -46,10 +47,6 @@ class FileText:
     size: int
     mtime_ns: int
     warnings: tuple[str, ...] = field(default_factory=tuple)
-
-
-class FileSkipped(Exception):
-    """A memory file that cannot be indexed (binary, too large, not a regular file); carries why."""
 
 
 def read_memory_file(
@@ -215,48 +212,62 @@ def read_window(
     Memory stays bounded whatever the file: a binary file is refused from its first bytes, only the
     answered lines are kept, a long line is kept up to `max_line_chars` and the rest of it skipped, and the
     lines after the answer are only counted. `start` past the end raises NotFoundError."""
-    line_bytes = max_line_chars * 4  # UTF-8: at most 4 bytes a character
-    kept: list[str] = []
-    cut: list[int] = []
-    used = 0
-    n = 0
-    truncated = False
     with open(path, "rb") as fh:
         if b"\x00" in fh.read(BINARY_SNIFF_BYTES):
             raise PathRefusedError(f"{shown!r} is a binary file; read_memory only returns text")
         fh.seek(0)
         last = start + max_lines - 1 if end is None else min(end, start + max_lines - 1)
-        while True:
-            raw = fh.readline(line_bytes + 1)
-            if not raw:
-                break
-            long_line = len(raw) > line_bytes and not raw.endswith(b"\n")
-            if long_line:
-                _skip_rest_of_line(fh)
-            n += 1
-            if n < start:
-                continue
-            if n > last:
-                if end is None or n <= end:
-                    truncated = True
-                n += _count_lines(fh)
-                break
-            line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-            if n == 1:
-                line = line.lstrip("\ufeff")
-            if long_line or len(line) > max_line_chars:
-                line = line[:max_line_chars] + f" … [line cut at {max_line_chars} characters]"
-                cut.append(n)
-            if used + len(line) > max_chars and kept:
-                truncated = True
-                n += _count_lines(fh)
-                break
-            kept.append(line)
-            used += len(line) + 1
-    total = n
-    if start > max(total, 1):
-        raise NotFoundError(f"{shown} has {total} lines; start_line {start} is past the end")
-    return Window(start, start + len(kept) - 1, total, tuple(kept), tuple(cut), truncated)
+        window = _collect(fh, start, end, last, max_chars, max_line_chars)
+    if start > max(window.total, 1):
+        raise NotFoundError(f"{shown} has {window.total} lines; start_line {start} is past the end")
+    return window
+
+
+def _collect(fh: BinaryIO, start: int, end: int | None, last: int, max_chars: int, max_line_chars: int) -> Window:
+    """Lines `start`..`last` of `fh` within `max_chars`, and how many lines the file has."""
+    kept: list[str] = []
+    cut: list[int] = []
+    used = n = 0
+    truncated = False
+    for n, (raw, long_line) in enumerate(_raw_lines(fh, max_line_chars * 4), start=1):  # UTF-8: 4 bytes a char
+        if n < start:
+            continue
+        if n > last:
+            truncated = end is None or n <= end
+            n += _count_lines(fh)
+            break
+        line, was_cut = _shown_line(raw, n, long_line, max_line_chars)
+        if was_cut:
+            cut.append(n)
+        if used + len(line) > max_chars and kept:
+            truncated = True
+            n += _count_lines(fh)
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return Window(start, start + len(kept) - 1, n, tuple(kept), tuple(cut), truncated)
+
+
+def _raw_lines(fh: BinaryIO, line_bytes: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line's first `line_bytes` bytes, and whether the line was longer (its rest is skipped)."""
+    while True:
+        raw = fh.readline(line_bytes + 1)
+        if not raw:
+            return
+        long_line = len(raw) > line_bytes and not raw.endswith(b"\n")
+        if long_line:
+            _skip_rest_of_line(fh)
+        yield raw, long_line
+
+
+def _shown_line(raw: bytes, n: int, long_line: bool, max_line_chars: int) -> tuple[str, bool]:
+    """Line `n` as read_memory shows it, and whether it was cut to `max_line_chars`."""
+    line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+    if n == 1:
+        line = line.lstrip("\ufeff")
+    if long_line or len(line) > max_line_chars:
+        return line[:max_line_chars] + f" … [line cut at {max_line_chars} characters]", True
+    return line, False
 
 
 def _skip_rest_of_line(fh: BinaryIO) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from memory_server.errors import PathRefusedError, RootError
 from memory_server.files.paths import HardLinks, confine, is_inside
@@ -28,8 +30,13 @@ CLAUDE_MD = "CLAUDE.md"
 SETTINGS_FILE = "memory.yaml"
 DREAM_PENDING = ".dream-pending"
 
+# What a file (and a chunk, a hit) is, in precedence order: curated topics, Claude Code's auto memory (the
+# model's own notes, outside the root), sessions, transcripts (outside the root). See topics/architecture.md.
+Layer = Literal["topic", "auto_memory", "session", "transcript"]
+LAYERS: tuple[Layer, ...] = ("topic", "auto_memory", "session", "transcript")
 
-def layer_of(relpath: str) -> str | None:
+
+def layer_of(relpath: str) -> Layer | None:
     """The layer a root-relative path belongs to, or None when it is not memory."""
     if not relpath.endswith(".md"):
         return None
@@ -56,6 +63,27 @@ def not_set_up_message(path: Path) -> str:
     )
 
 
+@dataclass(frozen=True)
+class MemoryFiles:
+    """The memory files of a root (relative path -> layer, in path order), and what the walk left out, as
+    (path, reason): names that are not valid UTF-8, symlinked folders that lead outside the root. Iterating
+    gives the (path, layer) pairs."""
+
+    layers: dict[str, Layer] = field(default_factory=dict)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[tuple[str, Layer]]:
+        return iter(self.layers.items())
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+def as_root(root: str | os.PathLike[str] | MemoryRoot) -> MemoryRoot:
+    """`root` as a MemoryRoot (one the caller opened already is used as is)."""
+    return root if isinstance(root, MemoryRoot) else MemoryRoot(root)
+
+
 class MemoryRoot:
     """A memory root: MEMORY.md, CLAUDE.md, topics/, sessions/compressed/YYYY/, dreams/, .memory/."""
 
@@ -69,9 +97,6 @@ class MemoryRoot:
         if not root.is_dir():
             raise RootError(f"memory root {root} is not a directory: point --root / MEMORY_ROOT at a folder")
         self.path = root.resolve()
-        # What the last memory_files() left out, as (path, reason): names that are not valid UTF-8,
-        # symlinked folders that lead outside the root. Status shows them.
-        self.left_out: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
         return f"MemoryRoot({str(self.path)!r})"
@@ -96,8 +121,12 @@ class MemoryRoot:
         return is_memory_root(self.path)
 
     @property
-    def state_dir(self) -> Path:
-        """Derived state (indices, caches, logs, locks); created on first use, but only in a memory root.
+    def state_path(self) -> Path:
+        """Where derived state lives (`.memory/`), whether or not it exists yet; see `ensure_state_dir`."""
+        return self.path / STATE_DIR
+
+    def ensure_state_dir(self) -> Path:
+        """Derived state (indices, caches, logs, locks): `.memory/`, made when missing, but only in a memory root.
 
         Raises RootError when the folder was never set up (a `.memory/` alone does not make one: it may be
         left over from a tool that wrote where it should not have), or `.memory/` cannot be created (a
@@ -123,27 +152,20 @@ class MemoryRoot:
         d = self.path / STATE_DIR
         return not os.access(d if d.is_dir() else self.path, os.W_OK)
 
-    def require_writable(self, what: str) -> None:
-        """Refuse a write with a message when the root is served read-only."""
-        if self.read_only:
-            raise RootError(
-                f"the memory root {self.path} is read-only, so {what} is refused; searches still work from the "
-                "existing index. Make the folder writable to change it"
-            )
-
     def relpath(self, path: Path) -> str:
         return path.relative_to(self.path).as_posix()
 
     # -- which files are memory ---------------------------------------------------------------
 
-    def memory_files(self) -> Iterator[tuple[str, str]]:
-        """Yield (relative path, layer) for every memory file, sorted.
+    def memory_files(self) -> MemoryFiles:
+        """Every memory file with its layer, sorted, and what was left out (with why).
 
         Symlinked folders are followed when they lead to a folder inside the root (once: a folder reached
         twice is walked once); one that leads outside is left out and named in `left_out`.
         """
         candidates: list[Path] = []
         left_out: list[tuple[str, str]] = []
+        layers: dict[str, Layer] = {}
         index = self.path / MEMORY_INDEX
         if index.is_file():
             candidates.append(index)
@@ -161,8 +183,8 @@ class MemoryRoot:
                 continue
             layer = layer_of(rel)
             if layer is not None:
-                yield rel, layer
-        self.left_out = left_out
+                layers[rel] = layer
+        return MemoryFiles(layers, left_out)
 
     def _walk(self, top: Path, seen: set[Path], left_out: list[tuple[str, str]]) -> Iterator[Path]:
         """Files under `top` (a path inside the root, maybe through symlinked folders), depth first, sorted."""

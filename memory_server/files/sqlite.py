@@ -20,6 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -45,13 +46,29 @@ def connect(path: Path, *, busy_seconds: float = 30.0, synchronous: bool = True)
     c = sqlite3.connect(path, timeout=busy_seconds, isolation_level=None, check_same_thread=False)
     try:
         c.execute(f"PRAGMA busy_timeout={int(busy_seconds * 1000)}")
-        c.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(c, busy_seconds)
         if synchronous:
             c.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         c.close()
         raise
     return c
+
+
+def _enter_wal(c: sqlite3.Connection, busy_seconds: float) -> None:
+    # Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is locked" at once,
+    # without its busy handler, when another process opens the same new file at that moment: wait here instead.
+    deadline = time.monotonic() + busy_seconds
+    pause = 0.005
+    while True:
+        try:
+            c.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _connect_read_only(path: Path, busy_seconds: float) -> sqlite3.Connection:

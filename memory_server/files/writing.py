@@ -51,6 +51,11 @@ def stage(dest: Path, data: str | bytes, *, suffix: str = ".tmp") -> Path:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
+    except OSError as exc:  # a full disk, say: name the file the write was for, as a failed open does
+        unlink_quietly(tmp)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(dest)) from exc
+        raise
     except BaseException:
         unlink_quietly(tmp)
         raise

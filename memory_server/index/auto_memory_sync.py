@@ -12,9 +12,9 @@ import datetime as dt
 import logging
 import os
 
+from memory_server.errors import FileSkipped
 from memory_server.files.paths import HardLinks
-from memory_server.files.reading import FileSkipped
-from memory_server.files.root import MemoryRoot
+from memory_server.files.root import Layer, MemoryRoot
 from memory_server.index.fts import FileRecord, FtsIndex
 from memory_server.parse.text import as_data
 from memory_server.sessions import auto_memory
@@ -32,7 +32,7 @@ class AutoMemorySync:
     _auto_folder: auto_memory.AutoMemoryFolder | None = None
     _auto_links: HardLinks | None = None
 
-    def _auto_memory_wanted(self) -> dict[str, str]:
+    def _auto_memory_wanted(self) -> dict[str, Layer]:
         """virtual path -> layer, for every file of this project's auto memory (none when there is none)."""
         self._auto_folder = folder = auto_memory.locate(self.root, self.settings)
         if folder is None:

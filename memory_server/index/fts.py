@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from memory_server.errors import CorruptIndexError
+from memory_server.files.root import Layer
 from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
 from memory_server.parse.markdown import Chunk
 
@@ -73,7 +75,7 @@ CHUNK_COLUMNS = "c.id, c.path, c.layer, c.start_line, c.end_line, c.title, c.hea
 @dataclass(frozen=True)
 class FileRecord:
     path: str
-    layer: str
+    layer: Layer
     size: int
     mtime_ns: int
     sha256: str
@@ -88,10 +90,6 @@ class FileRecord:
 
 def row_to_chunk(row: Sequence[Any]) -> Chunk:
     return Chunk(*row[:9])
-
-
-class CorruptIndexError(Exception):
-    """The SQLite file is not a usable index (truncated, garbage, wrong schema)."""
 
 
 class FtsIndex:

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_server.errors import FileSkipped, IndexCancelled
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.paths import HardLinks
-from memory_server.files.reading import FileSkipped
-from memory_server.files.root import MemoryRoot, layer_of
+from memory_server.files.root import Layer, MemoryRoot, layer_of
 from memory_server.index.auto_memory_sync import AutoMemorySync
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
@@ -42,6 +42,15 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 EMBED_SLICE = 64  # chunks embedded between checks for cancellation
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """What the indexer is doing now: a stage ("reading files", "embedding", "writing", "idle"), how far."""
+
+    stage: str = "idle"
+    done: int = 0
+    total: int = 0
 
 
 @dataclass
@@ -84,10 +93,6 @@ class SyncReport:
         )
 
 
-class IndexCancelled(Exception):
-    """The index update was stopped (the server is shutting down); the next run resumes it."""
-
-
 class Indexer(IndexRepairs, AutoMemorySync):
     """The single writer of a root's indices. Safe to share between threads of one process."""
 
@@ -105,12 +110,12 @@ class Indexer(IndexRepairs, AutoMemorySync):
         self.fts = fts
         self.vectors = vectors
         self.embedder = embedder
-        self.cache = cache or EmbeddingCache(root.state_dir / "embeddings.sqlite3")
+        self.cache = cache or EmbeddingCache(root.ensure_state_dir() / "embeddings.sqlite3")
         self.lock = WriterLock(
-            root.state_dir / INDEX_LOCK,
+            root.ensure_state_dir() / INDEX_LOCK,
             "another process has been writing the index for over {timeout}s ({path}); try again when it finishes",
         )
-        self.progress: dict[str, int | str] = {"stage": "idle", "done": 0, "total": 0}
+        self.progress = IndexProgress()
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
         self._links = HardLinks(root.path)
@@ -192,18 +197,18 @@ class Indexer(IndexRepairs, AutoMemorySync):
             raise IndexCancelled()
 
     def _set_progress(self, stage: str, done: int, total: int, progress: Progress | None = None) -> None:
-        self.progress = {"stage": stage, "done": done, "total": total}
+        self.progress = IndexProgress(stage, done, total)
         if progress is not None:
             progress(stage, done, total)
 
-    def _wanted(self, paths: Iterable[str] | None) -> dict[str, str]:
+    def _wanted(self, paths: Iterable[str] | None) -> dict[str, Layer]:
         if paths is None:
             self._transcripts = transcript_sources(self.root, self.settings)
             wanted = dict(self.root.memory_files())
             wanted.update({virtual: "transcript" for virtual in self._transcripts})
             wanted.update(self._auto_memory_wanted())
             return wanted
-        out: dict[str, str] = {}
+        out: dict[str, Layer] = {}
         for rel in paths:
             layer = layer_of(rel)
             if layer is not None:
@@ -265,7 +270,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
             raise
 
     def _sync_file(
-        self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, verify: bool = False
+        self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, verify: bool = False
     ) -> None:
         """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
         if layer in ("transcript", "auto_memory"):
@@ -290,13 +295,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
         try:
             content = self.root.read_text(rel, max_bytes=self.settings.index.max_file_bytes, links=self._links)
         except FileSkipped as why:
-            record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
-            if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
-                self.fts.replace_file(record, [])
-                report.skipped.append(rel)
-            else:
-                self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
-            log.warning("skipped %s: %s", as_data(rel), why)
+            self._skip(rel, layer, old, st, report, why)
             return
         if old is not None and old.sha256 == content.sha256 and old.status != "skipped":
             if not same_stat:
@@ -323,14 +322,28 @@ class Indexer(IndexRepairs, AutoMemorySync):
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
 
-    def _sync_outside(self, virtual: str, layer: str, old: FileRecord | None, report: SyncReport) -> None:
+    def _sync_outside(self, virtual: str, layer: Layer, old: FileRecord | None, report: SyncReport) -> None:
         """A file outside the root under a virtual path: a transcript (or its kept copy), or auto memory."""
         if layer == "transcript":
             self._sync_transcript(virtual, old, report)
         elif not self._sync_auto_memory(virtual, old, report.added, report.updated):
             report.unchanged += 1
 
-    def _skip_unreadable(self, rel: str, layer: str, old: FileRecord | None, report: SyncReport, exc: OSError) -> None:
+    def _skip(
+        self, rel: str, layer: Layer, old: FileRecord | None, st: os.stat_result, report: SyncReport, why: FileSkipped
+    ) -> None:
+        """Record a file that cannot be indexed, with why (status lists it); a known one is only touched."""
+        record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
+        if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
+            self.fts.replace_file(record, [])
+            report.skipped.append(rel)
+        else:
+            self.fts.touch_file(rel, st.st_size, st.st_mtime_ns)
+        log.warning("skipped %s: %s", as_data(rel), why)
+
+    def _skip_unreadable(
+        self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, exc: OSError
+    ) -> None:
         why = f"cannot be read: {exc.strerror or exc}"
         try:
             lst = os.lstat(self.root.path / rel)
@@ -469,5 +482,5 @@ class Indexer(IndexRepairs, AutoMemorySync):
 
 def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
     """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
-    state = root.state_dir
+    state = root.ensure_state_dir()
     return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"

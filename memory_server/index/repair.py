@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from memory_server.errors import LockedError, VectorStoreError
-from memory_server.index.fts import CorruptIndexError, FtsIndex
+from memory_server.errors import CorruptIndexError, LockedError, VectorStoreError
+from memory_server.index.fts import FtsIndex
 from memory_server.index.vectors import VectorIndex
 from memory_server.settings import Settings
 

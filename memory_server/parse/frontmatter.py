@@ -3,7 +3,8 @@
 Front matter and memory.yaml come from files anyone with commit rights can change, so YAML is loaded
 with a loader that refuses anchors and aliases (`&a` / `*a`: a few hundred bytes of nested aliases expand
 to gigabytes), refuses text over a size cap, and gives back only plain values: maps, lists, strings,
-numbers, booleans, null and dates. Anything else is an UnsafeYamlError, which is a yaml.YAMLError, so a
+numbers, booleans, null and dates. Anything else is an UnsafeYamlError. `load_yaml` is the one place
+PyYAML's own errors become ours: YAML that does not parse is a YamlError (UnsafeYamlError is one too), so a
 caller that handles bad YAML handles refused YAML the same way.
 """
 
@@ -15,15 +16,13 @@ from typing import Any
 
 import yaml
 
+from memory_server.errors import UnsafeYamlError, YamlError
+
 # Front matter is a few lines of metadata; memory.yaml a few dozen. Larger is refused, not parsed.
 MAX_FRONT_MATTER_CHARS = 64 * 1024
 MAX_YAML_CHARS = 256 * 1024
 MAX_DEPTH = 32
 PLAIN_SCALARS = (str, int, float, bool, dt.date, type(None))  # dt.datetime is a dt.date
-
-
-class UnsafeYamlError(yaml.YAMLError):  # type: ignore[misc]  # PyYAML ships no types
-    """YAML that is refused before or while loading: aliases, anchors, too large, too deep, odd types."""
 
 
 class _PlainLoader(yaml.SafeLoader):  # type: ignore[misc]
@@ -40,13 +39,15 @@ class _PlainLoader(yaml.SafeLoader):  # type: ignore[misc]
 
 
 def load_yaml(text: str, *, max_chars: int = MAX_YAML_CHARS) -> Any:
-    """Load YAML text safely (see the module docstring); raise yaml.YAMLError (maybe UnsafeYamlError)."""
+    """Load YAML text safely (see the module docstring); raise YamlError (UnsafeYamlError when refused)."""
     if len(text) > max_chars:
         raise UnsafeYamlError(f"YAML of {len(text)} characters is over the {max_chars}-character limit")
     try:
         value = yaml.load(text, Loader=_PlainLoader)  # noqa: S506 - _PlainLoader is a SafeLoader
     except RecursionError as exc:
         raise UnsafeYamlError("YAML nested too deeply") from exc
+    except yaml.YAMLError as exc:
+        raise YamlError(str(exc)) from exc
     _check_plain(value, 0)
     return value
 
@@ -88,7 +89,7 @@ def split_front_matter(lines: list[str]) -> tuple[dict[str, Any], int, list[str]
                 meta = load_yaml(block, max_chars=MAX_FRONT_MATTER_CHARS) if block.strip() else {}
             except UnsafeYamlError as exc:
                 return {}, i + 1, [f"front matter refused: {exc}; indexed without it"]
-            except yaml.YAMLError as exc:
+            except YamlError as exc:
                 first = str(exc).splitlines()[0] if str(exc) else "parse error"
                 return {}, i + 1, [f"front matter is not valid YAML ({first}); indexed without it"]
             if meta is None:
@@ -115,6 +116,6 @@ def read_front_matter(path: Path, *, max_chars: int = MAX_FRONT_MATTER_CHARS) ->
         return {}
     try:
         meta = load_yaml(head[4:end], max_chars=max_chars)
-    except yaml.YAMLError:
+    except YamlError:
         return {}
     return meta if isinstance(meta, dict) else {}

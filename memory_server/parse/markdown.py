@@ -23,6 +23,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from memory_server.files.root import Layer
 from memory_server.parse.frontmatter import split_front_matter
 
 __all__ = [
@@ -66,7 +67,7 @@ class Chunk:
 
     id: str
     path: str
-    layer: str
+    layer: Layer
     start_line: int
     end_line: int
     title: str
@@ -111,7 +112,7 @@ def document_date(path: str, layer: str, meta: dict[str, Any]) -> str | None:
     return iso_date(PurePosixPath(path).name)
 
 
-def parse_document(path: str, layer: str, text: str, *, max_chunk_chars: int = 1500) -> Document:
+def parse_document(path: str, layer: Layer, text: str, *, max_chunk_chars: int = 1500) -> Document:
     """Parse one memory file's text (already decoded) into a Document with its chunks."""
     lines = text.splitlines()  # handles \n, \r\n and \r; a missing final newline changes nothing
     meta, body_start, warnings = split_front_matter(lines)
@@ -136,7 +137,7 @@ def parse_document(path: str, layer: str, text: str, *, max_chunk_chars: int = 1
     return Document(path, layer, title, date, meta, chunks, warnings)
 
 
-def _chunk(path: str, layer: str, s: int, e: int, title: str, heading: str, date: str | None, body: str) -> Chunk:
+def _chunk(path: str, layer: Layer, s: int, e: int, title: str, heading: str, date: str | None, body: str) -> Chunk:
     digest = hashlib.sha1(f"{path}\0{s}\0{e}\0{body}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
     return Chunk(digest, path, layer, s, e, title, heading, date, body)
 
@@ -217,14 +218,17 @@ class _BlockWalker:
             if kind is not None:
                 yield from self.block(kind, start, end)
             elif tok.type == "heading_open":
-                level, text = int(tok.tag[1:]), _heading_text(tokens[i + 1])
-                if level == 1 and not self.headings:
-                    yield "h1", text, start + 1, start + 1
-                while self.headings and self.headings[-1][0] >= level:
-                    self.headings.pop()
-                self.headings.append((level, text))
+                yield from self.heading(int(tok.tag[1:]), _heading_text(tokens[i + 1]), start)
         if stop > covered:
             yield from self.block("para", covered, stop)
+
+    def heading(self, level: int, text: str, start: int) -> Iterator[tuple[str, str, int, int]]:
+        """A heading on line `start` (0-based) enters the heading path; the first H1 is a block of its own."""
+        if level == 1 and not self.headings:
+            yield "h1", text, start + 1, start + 1
+        while self.headings and self.headings[-1][0] >= level:
+            self.headings.pop()
+        self.headings.append((level, text))
 
     def block(self, kind: str, start: int, end: int) -> Iterator[tuple[str, str, int, int]]:
         """The block on lines [start, end) (0-based), as 1-based inclusive lines without its blank edges."""

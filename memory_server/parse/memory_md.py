@@ -21,13 +21,40 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import NotRequired  # pydantic validates these only on Python 3.12+ otherwise
 from urllib.parse import unquote
+
+from typing_extensions import TypedDict
 
 from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
 
 MAX_LINES = 200
 MAX_BYTES = 25_000
+
+
+class BrokenLink(TypedDict):
+    line: int
+    target: str
+
+
+class IndexLimits(TypedDict):
+    lines: int
+    bytes: int
+
+
+class MemoryIndexReport(TypedDict):
+    """What `check_memory_index` found (memory_status shows it, with the lists cut to their first few)."""
+
+    exists: bool
+    lines: int
+    bytes: int
+    too_long: bool
+    unlisted_topics: list[str]
+    broken_links: list[BrokenLink]
+    limits: IndexLimits
+    unlisted_count: NotRequired[int]  # set when the list above is cut to its first few
+    broken_count: NotRequired[int]
+
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -114,7 +141,7 @@ def find_topic_paths(root_path: Path) -> list[str]:
     )
 
 
-def check_memory_index(root_path: Path, topic_paths: list[str]) -> dict[str, Any]:
+def check_memory_index(root_path: Path, topic_paths: list[str]) -> MemoryIndexReport:
     """Check `<root_path>/MEMORY.md` against Claude Code's load limits and the topics that exist.
 
     `topic_paths` are the topic files, relative to the root (as `topics/<slug>.md`) or absolute.
@@ -126,7 +153,7 @@ def check_memory_index(root_path: Path, topic_paths: list[str]) -> dict[str, Any
     root = Path(root_path).expanduser()
     index = root / MEMORY_INDEX
     topics = [t for t in dict.fromkeys(topic_paths) if t and Path(t).as_posix() != MEMORY_INDEX]
-    report: dict[str, Any] = {
+    report: MemoryIndexReport = {
         "exists": False,
         "lines": 0,
         "bytes": 0,
@@ -141,10 +168,11 @@ def check_memory_index(root_path: Path, topic_paths: list[str]) -> dict[str, Any
         return report
     text = raw.decode("utf-8", errors="replace")
     lines = _line_count(text)
-    report.update(exists=True, lines=lines, bytes=len(raw), too_long=lines > MAX_LINES or len(raw) > MAX_BYTES)
+    report["exists"], report["lines"], report["bytes"] = True, lines, len(raw)
+    report["too_long"] = lines > MAX_LINES or len(raw) > MAX_BYTES
 
     linked: list[Path] = []
-    broken: list[dict[str, Any]] = []
+    broken: list[BrokenLink] = []
     for number, target in _links(text):
         path = _local_path(target, root)
         if path is None:
@@ -175,7 +203,7 @@ def check_memory_index(root_path: Path, topic_paths: list[str]) -> dict[str, Any
     return report
 
 
-def memory_index_notes(report: dict[str, Any]) -> list[str]:
+def memory_index_notes(report: MemoryIndexReport) -> list[str]:
     """One line per problem in a `check_memory_index` report, saying what to do (empty when all is well)."""
     notes: list[str] = []
     if not report.get("exists"):

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from collections.abc import Callable, Mapping
 
 from memory_server.parse.markdown import Chunk
+from memory_server.search.candidates import Candidates, Vector
 from memory_server.search.exact import normalise
+from memory_server.search.fusion import Ranked
 from memory_server.search.query import LAYER_RANK
 from memory_server.settings import RankingSettings
 
+VectorLookup = Callable[[list[Chunk]], dict[str, Vector]]
+
+
+def candidate_vectors(
+    found: Candidates, ranked: Ranked, lookup: VectorLookup | None, ranking: RankingSettings
+) -> dict[str, Vector | None]:
+    """The vectors diversity compares: the semantic candidates' own, and (when MMR weighs) the stored vectors
+    of the others, from the embedding cache (no model call), so that keyword-only candidates count alike."""
+    vecs = {cid: vec for cid, _sim, vec in found.semantic}
+    if found.semantic and lookup is not None and ranking.mmr_weight:
+        vecs.update(lookup([ranked.chunks[cid] for cid in ranked.scores if cid not in vecs]))
+    return vecs
+
 
 def diversify(
-    ranked: list[tuple[float, Chunk]], vecs: dict[str, np.ndarray | None], k: int, ranking: RankingSettings
+    ranked: list[tuple[float, Chunk]], vecs: Mapping[str, Vector | None], k: int, ranking: RankingSettings
 ) -> list[tuple[float, Chunk]]:
     """Greedy maximal-marginal-relevance pick: a candidate loses `mmr_weight` x best score x its cosine to
     the closest hit already chosen (so near-repeats of one fact give way to other relevant passages);
@@ -25,7 +39,7 @@ def diversify(
     chosen: list[tuple[float, Chunk]] = []
     per_file: dict[str, int] = {}
     seen_text: set[str] = set()
-    chosen_vecs: list[np.ndarray] = []
+    chosen_vecs: list[Vector] = []
     closest: dict[str, float] = {}  # candidate id -> highest cosine to any chosen hit
     quota = max(ranking.file_quota, math.ceil(k * ranking.file_share))
     while remaining and len(chosen) < k:

@@ -1,4 +1,5 @@
-"""Keyword retrieval over FTS5, with every user string treated as literal text.
+"""Keyword retrieval over FTS5, with every user string treated as literal text: the tokens, the MATCH queries
+built from them, and `search_exact`'s literal tiers.
 
 A query is never passed to FTS5 as syntax. It is cut into the same tokens FTS5's unicode61 tokenizer
 makes, each token is quoted, and the MATCH expression is built from those: so `"`, `(`, `*`, `-`, `:`,
@@ -15,10 +16,14 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from memory_server.index.fts import CHUNK_COLUMNS, FtsIndex, row_to_chunk
 from memory_server.parse.markdown import Chunk
 from memory_server.parse.text import STOP_WORDS
+
+if TYPE_CHECKING:
+    from memory_server.search.parsed import QueryTerms
 
 TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Scripts written without spaces: unicode61 makes one token of a whole run, so a word inside it can only
@@ -34,11 +39,14 @@ COMMON_ROWS = 2000
 COMMON_SHARE = 0.05
 
 
+Match = Literal["phrase", "substring", "all_terms", "any_terms"]  # which literal tier found a hit
+
+
 @dataclass(frozen=True)
 class KeywordHit:
     chunk: Chunk
     score: float  # BM25, higher is better
-    match: str  # phrase | all_terms | any_terms | substring
+    match: Match
 
 
 def clean_query(query: str) -> str:
@@ -102,80 +110,36 @@ def match(
     return [(row_to_chunk(r), -float(r[9])) for r in rows]
 
 
-def any_terms_expression(query: str, fts: FtsIndex | None = None) -> str | None:
-    """`"a" OR "b" ...` over the query's content words. Stop words and single characters are dropped
-    (unless nothing else is left); with `fts`, so are words so common in a large index that ranking every
-    chunk holding them costs more than their low weight is worth."""
-    unique = list(dict.fromkeys(t.casefold() for t in content_terms(query)))[:MAX_TERMS]
-    if fts is not None and len(unique) > 1:
+def any_terms(fts: FtsIndex, content: Sequence[str]) -> list[str]:
+    """The content words (case folded, at most MAX_TERMS) an any-of-them query uses. In a large index, words
+    so common that ranking every chunk holding them costs more than their low weight is worth are left out,
+    while rarer ones remain (and words found nowhere, while some are found)."""
+    unique = list(content[:MAX_TERMS])
+    if len(unique) > 1:
         limit = max(COMMON_ROWS, int(fts.chunk_count() * COMMON_SHARE))
         counts = {t: fts.count_matching(quote(t)) for t in unique}
         found = [t for t in unique if counts[t] > 0]
         unique = [t for t in found if counts[t] <= limit] or found or unique
+    return unique
+
+
+def any_terms_expression(fts: FtsIndex, content: Sequence[str]) -> str | None:
+    """`"a" OR "b" ...` over `any_terms`, or None when there is no word."""
+    unique = any_terms(fts, content)
     return " OR ".join(quote(t) for t in unique) if unique else None
 
 
-def keyword_candidates(
+def phrase_matches(
     fts: FtsIndex,
-    query: str,
-    limit: int,
-    layers: Sequence[str] | None = None,
-    after: str | None = None,
-    before: str | None = None,
-) -> list[tuple[Chunk, float]]:
-    """BM25 over the query's content words (any of them) in each chunk's own text; the keyword signal
-    hybrid search fuses. A word found only in a file's title or a chunk's heading is context for the file
-    (see hybrid.context_scores), not a match of every chunk under it."""
-    expression = any_terms_expression(clean_query(query), fts)
-    if expression is None:
-        return []
-    return match(fts, f"{{text}} : ({expression})", limit, layers, after, before)
-
-
-def context_candidates(
-    fts: FtsIndex,
-    query: str,
-    limit: int,
-    layers: Sequence[str] | None = None,
-    after: str | None = None,
-    before: str | None = None,
-) -> list[Chunk]:
-    """Chunks under a title or heading that holds some of the query's content words (the file or section
-    is about the query); hybrid search gives them the small context score, never a keyword score."""
-    expression = any_terms_expression(clean_query(query), fts)
-    if expression is None:
-        return []
-    return [chunk for chunk, _ in match(fts, f"{{title heading}} : ({expression})", limit, layers, after, before)]
-
-
-def phrase_candidates(
-    fts: FtsIndex,
-    query: str,
-    limit: int,
-    layers: Sequence[str] | None = None,
-    after: str | None = None,
-    before: str | None = None,
-) -> list[tuple[Chunk, float]]:
-    """Chunks whose text holds the query itself (two or more tokens, as typed, case and spacing aside):
-    the literal tier that hybrid search puts at the top of its keyword signal (`3.2.7`, `SAVE_CONFIG`)."""
-    query = clean_query(query)
-    words = terms(query)[:MAX_TERMS]
-    wanted = normalise(query)
-    if len(words) < 2 or not wanted:
-        return []
-    return _phrase_matches(fts, words, wanted, limit, layers, after, before)
-
-
-def _phrase_matches(
-    fts: FtsIndex,
-    words: list[str],
+    words: Sequence[str],
     wanted: str,
     limit: int,
     layers: Sequence[str] | None,
     after: str | None,
     before: str | None,
 ) -> list[tuple[Chunk, float]]:
-    # FTS5's phrase query ignores punctuation between tokens: keep the chunks that hold the query as typed.
+    """Chunks whose text holds `wanted` (the query as typed, case and spacing aside), through an FTS5 phrase
+    query over its `words`: FTS5's phrase query ignores punctuation between tokens, so the text is checked."""
     found = match(fts, quote(" ".join(words)), limit, layers, after, before)
     return [(chunk, score) for chunk, score in found if wanted in normalise(chunk.text)]
 
@@ -186,47 +150,55 @@ def content_terms(query: str) -> list[str]:
     return [t for t in words if t.casefold() not in STOP_WORDS and len(t) > 1] or words
 
 
+class _Tiers:
+    """Hits taken tier by tier, each chunk once, up to `k`."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.hits: list[KeywordHit] = []
+        self.seen: set[str] = set()
+
+    @property
+    def wants_more(self) -> bool:
+        return len(self.hits) < self.k
+
+    def take(self, pairs: list[tuple[Chunk, float]], kind: Match) -> None:
+        for chunk, score in pairs:
+            if len(self.hits) >= self.k or chunk.id in self.seen:
+                continue
+            self.seen.add(chunk.id)
+            self.hits.append(KeywordHit(chunk, score, kind))
+
+
 def exact_search(
     fts: FtsIndex,
-    query: str,
+    query: QueryTerms,
     k: int,
     layers: Sequence[str] | None = None,
     after: str | None = None,
     before: str | None = None,
 ) -> list[KeywordHit]:
     """Literal-first keyword search: phrase matches, then all-terms, then any-terms, best BM25 first."""
-    query = clean_query(query)
-    wanted = normalise(query)
-    if not wanted:
+    if not query.wanted:
         return []
-    words = terms(query)[:MAX_TERMS]
-    seen: set[str] = set()
-    hits: list[KeywordHit] = []
-
-    def take(pairs: list[tuple[Chunk, float]], kind: str) -> None:
-        for chunk, score in pairs:
-            if len(hits) >= k or chunk.id in seen:
-                continue
-            seen.add(chunk.id)
-            hits.append(KeywordHit(chunk, score, kind))
-
-    if not words:
-        take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
-        return hits
+    found = _Tiers(k)
+    if not query.phrase_words:
+        found.take(_substring_scan(fts, query.wanted, k, layers, after, before), "substring")
+        return found.hits
     pool = max(k * 4, 50)
-    take(_phrase_matches(fts, words, wanted, pool * 4, layers, after, before), "phrase")
-    if len(hits) < k and UNSPACED.search(query):
-        take(_substring_scan(fts, wanted, k, layers, after, before), "substring")
+    found.take(phrase_matches(fts, query.phrase_words, query.wanted, pool * 4, layers, after, before), "phrase")
+    if found.wants_more and UNSPACED.search(query.text):
+        found.take(_substring_scan(fts, query.wanted, k, layers, after, before), "substring")
     # "All terms" means all content words: requiring "what", "is", "my" as well ranks long chunks that happen
     # to hold every common word above the short one that holds the answer.
-    content = list(dict.fromkeys(t.casefold() for t in content_terms(query)))[:MAX_TERMS]
-    if len(hits) < k and len(content) > 1:
-        take(match(fts, " AND ".join(quote(t) for t in content), pool, layers, after, before), "all_terms")
-    if len(hits) < k:
-        expression = any_terms_expression(query, fts)
+    content = query.content[:MAX_TERMS]
+    if found.wants_more and len(content) > 1:
+        found.take(match(fts, " AND ".join(quote(t) for t in content), pool, layers, after, before), "all_terms")
+    if found.wants_more:
+        expression = any_terms_expression(fts, query.content)
         if expression:
-            take(match(fts, expression, pool, layers, after, before), "any_terms")
-    return hits
+            found.take(match(fts, expression, pool, layers, after, before), "any_terms")
+    return found.hits
 
 
 def _substring_scan(

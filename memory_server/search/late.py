@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory_server.parse.markdown import Chunk
+from memory_server.search.fusion import Ranked
 from memory_server.search.signals import is_assistant
 from memory_server.settings import RankingSettings
 
@@ -77,4 +78,16 @@ def late_rerank(
     return len(sims)
 
 
-__all__ = ["TokenLookup", "late_rerank", "maxsim", "maxsims"]
+def rerank(
+    ranked: Ranked, query_tokens: NDArray[np.float32] | None, lookup: TokenLookup | None, ranking: RankingSettings
+) -> Ranked:
+    """The late-interaction stage: `late_rerank` on the fused scores, when the question's token vectors and the
+    candidates' stored ones are at hand."""
+    if query_tokens is None or lookup is None:
+        return ranked
+    scores = dict(ranked.scores)
+    late_rerank(scores, ranked.chunks, query_tokens, lookup, ranking)
+    return Ranked(scores, ranked.chunks)
+
+
+__all__ = ["TokenLookup", "late_rerank", "maxsim", "maxsims", "rerank"]

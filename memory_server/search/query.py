@@ -10,17 +10,18 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Literal, TypeGuard
 
 from memory_server.errors import QueryError
-from memory_server.search.exact import clean_query
+from memory_server.files.root import LAYERS, Layer
+from memory_server.parse.markdown import Chunk
+from memory_server.search.exact import Match, clean_query
 from memory_server.settings import SearchSettings
 
-# In precedence order: curated topics, Claude Code's auto memory (the model's own notes), sessions, transcripts.
-LAYERS = ("topic", "auto_memory", "session", "transcript")
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
-DEFAULT_LAYERS = ("topic", "auto_memory", "session")
-EMBEDDED_LAYERS = frozenset(DEFAULT_LAYERS)  # transcripts are keyword-only
+DEFAULT_LAYERS: tuple[Layer, ...] = ("topic", "auto_memory", "session")
+EMBEDDED_LAYERS: frozenset[Layer] = frozenset(DEFAULT_LAYERS)  # transcripts are keyword-only
+Mode = Literal["hybrid", "keyword", "semantic"]  # which signals answered a search_memory
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -31,15 +32,15 @@ class Hit:
     path: str
     start_line: int
     end_line: int
-    layer: str
+    layer: Layer
     title: str
     heading: str
     date: str | None
     score: float
     text: str
-    match: str | None = None
+    match: Match | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         if d["match"] is None:
             del d["match"]
@@ -53,7 +54,7 @@ class Query:
 
     text: str
     k: int
-    layers: tuple[str, ...]
+    layers: tuple[Layer, ...]
     after: str | None
     before: str | None
 
@@ -68,8 +69,21 @@ def validate(
     after: str | None,
     before: str | None,
     settings: SearchSettings,
-    default_layers: Sequence[str] = DEFAULT_LAYERS,
+    default_layers: Sequence[Layer] = DEFAULT_LAYERS,
 ) -> Query:
+    """A client's search arguments as a Query, or QueryError saying what to fix."""
+    text = _checked_text(query)
+    count = _checked_k(k, settings)
+    chosen = _checked_layers(layers) or tuple(default_layers)
+    for name, value in (("after", after), ("before", before)):
+        if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
+            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
+    if after and before and after > before:
+        raise QueryError(f"after ({after}) is later than before ({before}): swap them")
+    return Query(text, count, chosen, after or None, before or None)
+
+
+def _checked_text(query: object) -> str:
     if not isinstance(query, str):
         raise QueryError("query must be a string")
     if len(query) > MAX_QUERY_CHARS:
@@ -80,33 +94,40 @@ def validate(
     text = clean_query(query)
     if not text.strip():
         raise QueryError("query is empty: give the words or literal text to look for")
+    return text
+
+
+def _checked_k(k: object, settings: SearchSettings) -> int:
     if k is None:
-        k = settings.default_k
+        return settings.default_k
     if isinstance(k, bool) or not isinstance(k, int):
         raise QueryError(f"k must be a whole number from 1 to {settings.max_k}")
     if k < 1 or k > settings.max_k:
         shown = k if abs(k) < 10**18 else "far out of range"  # Python will not print ints over 4,300 digits
         raise QueryError(f"k is {shown}: ask for 1 to {settings.max_k} hits, then read_memory for more context")
-    if layers is not None and not isinstance(layers, (str, list, tuple, set, frozenset)):
+    return k
+
+
+def _checked_layers(layers: object) -> tuple[Layer, ...]:
+    """The layers asked for, each once, in order (empty: none asked for)."""
+    if layers is None:
+        return ()
+    if not isinstance(layers, (str, list, tuple, set, frozenset)):
         raise QueryError(f"layers must be a list of layer names (any of {', '.join(LAYERS)}), got {_show(layers)}")
-    if layers is None or len(layers) == 0:
-        chosen = tuple(default_layers)
-    else:
-        if isinstance(layers, str):
-            layers = [layers]
-        bad = [layer for layer in layers if layer not in LAYERS]
-        if bad:
-            raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
-        chosen = tuple(dict.fromkeys(layers))
-    for name, value in (("after", after), ("before", before)):
-        if value is not None and (not isinstance(value, str) or not DATE.match(value) or not _valid_date(value)):
-            raise QueryError(f"{name} must be a date like 2026-01-31, got {_show(value)}")
-    if after and before and after > before:
-        raise QueryError(f"after ({after}) is later than before ({before}): swap them")
-    return Query(text, k, chosen, after or None, before or None)
+    if len(layers) == 0:
+        return ()
+    names = [layers] if isinstance(layers, str) else list(layers)
+    bad = [layer for layer in names if layer not in LAYERS]
+    if bad:
+        raise QueryError(f"unknown layer {_show(bad[0])}: use any of {', '.join(LAYERS)}")
+    return tuple(dict.fromkeys(layer for layer in names if is_layer(layer)))
 
 
-def _show(value: Any, limit: int = 60) -> str:
+def is_layer(name: object) -> TypeGuard[Layer]:
+    return name in LAYERS
+
+
+def _show(value: object, limit: int = 60) -> str:
     """A client's value for an error message: its repr, cut so a huge argument makes a short message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -118,6 +139,21 @@ def _valid_date(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def hit_of(chunk: Chunk, score: float, match: Match | None = None) -> Hit:
+    return Hit(
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        chunk.layer,
+        chunk.title,
+        chunk.heading,
+        chunk.date,
+        score,
+        chunk.text,
+        match,
+    )
 
 
 def cut_text(text: str, needles: Sequence[str], limit: int) -> str:

@@ -14,23 +14,16 @@
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 
 from memory_server.parse.markdown import Chunk
-from memory_server.search.exact import content_terms, terms
+from memory_server.search.exact import terms
+from memory_server.search.parsed import PREFIX
 
-PREFIX = 5  # words compared by their first letters: "printers" finds "printer", "tension" "tensioned"
 # A line that starts with the assistant's speaker label: `**Assistant:** ...`, `- **Claude:** ...`.
 ASSISTANT = re.compile(r"^\s*(?:[-*+]\s+|>\s*)?(?:\*\*|__)?(?:assistant|claude|agent)(?:\*\*|__)?\s*:", re.I)
-
-
-def idf(matching: int, chunk_count: int) -> float:
-    """FTS5's BM25 IDF of a word found in `matching` of `chunk_count` chunks (a word found nowhere weighs
-    most: the query asks for something the index may hold in other words)."""
-    return max(math.log((chunk_count - matching + 0.5) / (matching + 0.5)), 1e-6)
 
 
 def keyword_scale(best: float, word_idfs: Iterable[float], floor_share: float) -> float:
@@ -49,29 +42,31 @@ def _text_stems(text: str) -> frozenset[str]:
     return frozenset(_stems(terms(text)))
 
 
-def context_scores(query: str, chunks: Iterable[Chunk]) -> dict[str, float]:
-    """Per chunk id, the share of the query's content words found in its title or heading and not in its
-    own text (0 when none)."""
-    wanted = _stems(content_terms(query))
-    if not wanted:
+def context_scores(wanted: Collection[str], chunks: Iterable[Chunk]) -> dict[str, float]:
+    """Per chunk id, the share of the query's content-word stems (`wanted`) found in its title or heading and
+    not in its own text (0 when none)."""
+    stems = set(wanted)
+    if not stems:
         return {}
     out: dict[str, float] = {}
     for chunk in chunks:
-        around = _stems(terms(f"{chunk.title} {chunk.heading}")) & wanted
+        around = _stems(terms(f"{chunk.title} {chunk.heading}")) & stems
         if not around:
             continue
         own = _text_stems(chunk.text)
         found = len(around - own)
         if found:
-            out[chunk.id] = found / len(wanted)
+            out[chunk.id] = found / len(stems)
     return out
 
 
-def own_keyword_shares(query: str, chunks: Iterable[Chunk], idf: Callable[[str], float]) -> dict[str, float]:
-    """Per chunk id, the share (by IDF) of the query words its text matches that are its own: not also in its
-    file's title or its heading. In a file titled "3D printer", "printer" in a line of it says which file,
-    not which line; that is context_scores' job, so it does not count again as the line's keyword match."""
-    words = {t.casefold()[:PREFIX]: t.casefold() for t in content_terms(query)}
+def own_keyword_shares(
+    words: Mapping[str, str], chunks: Iterable[Chunk], idf: Callable[[str], float]
+) -> dict[str, float]:
+    """Per chunk id, the share (by IDF) of the query words (`words`: stem -> word) its text matches that are its
+    own: not also in its file's title or its heading. In a file titled "3D printer", "printer" in a line of it
+    says which file, not which line; that is context_scores' job, so it does not count again as the line's
+    keyword match."""
     out: dict[str, float] = {}
     if len(words) < 2:
         return out  # a query naming only the subject: the chunks that say it are the answer

@@ -24,17 +24,17 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import FileSkipped, NotFoundError, PathRefusedError
 from memory_server.files.claude_home import expand_home, git_roots, project_folder, user_settings
 from memory_server.files.paths import HardLinks, confine, is_inside
-from memory_server.files.reading import FileSkipped, FileText, read_memory_file
-from memory_server.files.root import MemoryRoot
+from memory_server.files.reading import FileText, read_memory_file
+from memory_server.files.root import Layer, MemoryRoot
 from memory_server.parse.markdown import Document, parse_document
 from memory_server.sessions.redact import clean_keeping_lines
 from memory_server.settings import Settings
 
 PREFIX = "auto-memory:"
-LAYER = "auto_memory"
+LAYER: Layer = "auto_memory"
 INDEX = "MEMORY.md"
 WRITTEN_BY = "Claude Code's auto memory (written by the model)"
 MAX_FILES = 2000

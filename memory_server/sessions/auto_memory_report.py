@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from memory_server.files.reading import FileSkipped
+from memory_server.errors import FileSkipped
 from memory_server.parse.text import as_data
 from memory_server.sessions.auto_memory import INDEX, AutoMemoryFolder, list_files, read
 from memory_server.sessions.redact import clean
@@ -37,22 +37,6 @@ class AutoMemoryReport:
     outside_links: list[str] = field(default_factory=list)  # links that leave the folder (never followed)
     left_out: list[tuple[str, str]] = field(default_factory=list)
     problem: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "folder": self.folder,
-            "how": self.how,
-            "files": self.files,
-            "index_lines": self.index_lines,
-            "index_chars": self.index_chars,
-            "past_limit_count": len(self.past_limit),
-            "past_limit": [{"line": n, "text": as_data(t)} for n, t in self.past_limit[:SHOWN]],
-            "orphan_count": len(self.orphans),
-            "orphans": [as_data(o) for o in self.orphans[:SHOWN]],
-            "outside_links": [as_data(o) for o in self.outside_links[:SHOWN]],
-            "left_out": [{"path": as_data(p), "reason": r} for p, r in self.left_out[:SHOWN]],
-            **({"problem": self.problem} if self.problem else {}),
-        }
 
     def notes(self) -> list[str]:
         out: list[str] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from memory_server.files.claude_home import user_settings
 from memory_server.files.root import MemoryRoot
@@ -29,10 +30,7 @@ class AtRisk:
     session: str
     transcript: str
     deleted_in_days: float  # 0 or less: due at Claude Code's next start
-    state: str  # "not kept" or "kept in part"
-
-    def to_dict(self) -> dict[str, object]:
-        return {**self.__dict__, "deleted_in_days": round(self.deleted_in_days, 1)}
+    state: Literal["not kept", "kept in part"]
 
 
 @dataclass
@@ -75,7 +73,7 @@ def cleanup_report(root: MemoryRoot, settings: Settings, now: float | None = Non
             continue
         left = claude.cleanup_period_days - (now - original) / DAY
         if left <= report.warn_days:
-            state = "kept in part" if copy_time is not None else "not kept"
+            state: Literal["not kept", "kept in part"] = "kept in part" if copy_time is not None else "not kept"
             report.at_risk.append(AtRisk(named.session, str(named.transcript), left, state))
     budget = settings.transcripts.keep_budget_bytes
     report.over_budget = [root.relpath(p) for p in kept.values() if (_size(p) or 0) > budget]

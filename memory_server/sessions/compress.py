@@ -197,7 +197,7 @@ def is_subagent_transcript(path: Path, base: Path | None = None) -> bool:
 def compression_lock(root: MemoryRoot, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the root's compression lock (`.memory/compress.lock`), or raise LockedError after `timeout` s."""
     lock = FileLock(
-        root.state_dir / LOCK_NAME,
+        root.ensure_state_dir() / LOCK_NAME,
         "another compression has held {path} for over {timeout} s; let it finish and run "
         "`memory-server compress` again (nothing was written)",
     )

@@ -172,11 +172,13 @@ class _Builder:
     failures: list[Failure] = field(default_factory=list)
     calls: dict[str, ToolUse] = field(default_factory=dict)
     answered_in: dict[str, Message] = field(default_factory=dict)
+    # While reading: the tool calls in order, the assistant's last reply not yet answered, and whether a
+    # prompt slash command was just typed (its expansion follows, and is not the person's words).
+    _uses: list[tuple[Message, ToolUse, ToolResult | None]] = field(default_factory=list)
+    _last_reply: Message | None = None
+    _expansion_due: bool = False
 
     def read(self) -> None:
-        uses: list[tuple[Message, ToolUse, ToolResult | None]] = []
-        last_reply: Message | None = None
-        expansion_due = False  # a prompt slash command was just typed: its expansion follows
         for m in self.t.messages:
             if m.is_sidechain:
                 continue
@@ -185,47 +187,56 @@ class _Builder:
             for res in m.tool_results:
                 self.answered_in.setdefault(res.tool_use_id, m)
             if m.role == "summary" or (m.role == "user" and m.is_compact_summary):
-                text = _COMPACT_PREFIX.sub("", m.text) if m.role == "user" else m.text
-                source = "compaction" if m.role == "user" else "summary-line"
-                if text.strip():
-                    self.summaries.append(CompactionSummary(m.line, m.timestamp, _safe(text), source))
-                continue
-            if m.role == "assistant":
-                expansion_due = False
-                uses.extend((m, u, self.t.result_of(u)) for u in m.tool_uses)
-                if m.text.strip() and m.text.strip() != _NO_RESPONSE:
-                    last_reply = m
-                continue
-            if m.role != "user":
-                continue
-            self._rejections(m)
-            if m.is_meta and expansion_due:
-                expansion_due = False
-                continue
-            req = request_text(m)
-            if req is None:
-                continue
-            if expansion_due and "<command-name>" not in m.text:
-                expansion_due = False  # a skill's body written as a plain message right after its command
-                continue
-            text = req[0]
-            command = text.split()[0] if "<command-name>" in m.text else None
-            expansion_due = command is not None
-            if last_reply is not None:
-                self.replies.append(_closing(last_reply))
-                last_reply = None
-            self.users.append(UserMessage(m.line, m.timestamp, _safe(text), command))
-            pasted = looks_like_error(clean(text))
-            if pasted:
-                self.failures.append(Failure(m.line, m.timestamp, pasted, "pasted by the user", "", speaker="user"))
-        if last_reply is not None:
-            self.replies.append(_closing(last_reply, final=True))
-        elif self.replies:
-            self.replies[-1] = ClosingReply(
-                self.replies[-1].line, self.replies[-1].timestamp, self.replies[-1].text, True
-            )
-        self._tools(uses)
+                self._summary(m)
+            elif m.role == "assistant":
+                self._assistant(m)
+            elif m.role == "user":
+                self._user(m)
+        self._close_replies()
+        self._tools(self._uses)
         self.failures.sort(key=lambda f: f.line)
+
+    def _summary(self, m: Message) -> None:
+        text = _COMPACT_PREFIX.sub("", m.text) if m.role == "user" else m.text
+        source = "compaction" if m.role == "user" else "summary-line"
+        if text.strip():
+            self.summaries.append(CompactionSummary(m.line, m.timestamp, _safe(text), source))
+
+    def _assistant(self, m: Message) -> None:
+        self._expansion_due = False
+        self._uses.extend((m, u, self.t.result_of(u)) for u in m.tool_uses)
+        if m.text.strip() and m.text.strip() != _NO_RESPONSE:
+            self._last_reply = m
+
+    def _user(self, m: Message) -> None:
+        self._rejections(m)
+        if m.is_meta and self._expansion_due:
+            self._expansion_due = False
+            return
+        req = request_text(m)
+        if req is None:
+            return
+        if self._expansion_due and "<command-name>" not in m.text:
+            self._expansion_due = False  # a skill's body written as a plain message right after its command
+            return
+        text = req[0]
+        command = text.split()[0] if "<command-name>" in m.text else None
+        self._expansion_due = command is not None
+        if self._last_reply is not None:
+            self.replies.append(_closing(self._last_reply))
+            self._last_reply = None
+        self.users.append(UserMessage(m.line, m.timestamp, _safe(text), command))
+        pasted = looks_like_error(clean(text))
+        if pasted:
+            self.failures.append(Failure(m.line, m.timestamp, pasted, "pasted by the user", "", speaker="user"))
+
+    def _close_replies(self) -> None:
+        """The reply that ended the session is its closing reply."""
+        if self._last_reply is not None:
+            self.replies.append(_closing(self._last_reply, final=True))
+        elif self.replies:
+            last = self.replies[-1]
+            self.replies[-1] = ClosingReply(last.line, last.timestamp, last.text, True)
 
     def _rejections(self, m: Message) -> None:
         for res in m.tool_results:

@@ -102,7 +102,7 @@ def spawn_drain(root: MemoryRoot) -> subprocess.Popen[bytes]:
 
 def log_path(root: MemoryRoot) -> Path:
     """Where the background compression job writes its log."""
-    return root.state_dir / LOG_DIR / LOG_NAME
+    return root.ensure_state_dir() / LOG_DIR / LOG_NAME
 
 
 def _start(payload: dict[str, Any], root: MemoryRoot, event: str) -> None:
@@ -134,7 +134,7 @@ def _transcript_path(payload: Any) -> Path | None:
 
 def compression_idle(root: MemoryRoot) -> bool:
     """True when no process holds the root's compression lock right now."""
-    lock = FileLock(root.state_dir / COMPRESS_LOCK, "busy")
+    lock = FileLock(root.ensure_state_dir() / COMPRESS_LOCK, "busy")
     try:
         with lock.held(0):
             return True

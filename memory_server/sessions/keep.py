@@ -121,7 +121,7 @@ class Keeper:
         self.added += 1
 
     def _start(self) -> None:
-        work = self.root.state_dir / WORK_DIR
+        work = self.root.ensure_state_dir() / WORK_DIR
         work.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(work)
         fd, name = tempfile.mkstemp(prefix=f".{self.id[:40]}.", suffix=".tmp", dir=work)

@@ -22,7 +22,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from memory_server.errors import LockedError, MemoryServerError
 from memory_server.files.root import STATE_DIR, MemoryRoot
@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 QUEUE_DIR = "compress-queue"
 MAX_AUTOMATIC_ATTEMPTS = 3
-WAITING, FAILED = "waiting", "failed"
+QueueState = Literal["waiting", "failed"]
+WAITING: QueueState = "waiting"
+FAILED: QueueState = "failed"
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,14 @@ class Pending:
     """A transcript in the queue: why it waits (or failed), since when, and how often it was tried."""
 
     transcript: str
-    state: str
+    state: QueueState
     reason: str
     queued: str  # ISO time it was first queued
     attempts: int
     token: str  # changes whenever a hook queues the transcript again
     entry: Path
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int]:
         return {
             "transcript": self.transcript,
             "state": self.state,
@@ -67,7 +69,7 @@ class DrainReport:
 
 
 def queue_dir(root: MemoryRoot) -> Path:
-    return root.state_dir / QUEUE_DIR
+    return root.ensure_state_dir() / QUEUE_DIR
 
 
 def _entry_path(root: MemoryRoot, transcript: str) -> Path:
@@ -133,7 +135,7 @@ def drain(
     return report
 
 
-def _mark(item: Pending, state: str, reason: str) -> Pending:
+def _mark(item: Pending, state: QueueState, reason: str) -> Pending:
     current = _read(item.entry)
     if current is not None and current.token != item.token:
         return current  # queued again meanwhile: that entry stands
@@ -162,7 +164,7 @@ def _read(entry: Path) -> Pending | None:
         data = json.loads(entry.read_text(encoding="utf-8"))
         return Pending(
             transcript=str(data["transcript"]),
-            state=str(data.get("state", WAITING)),
+            state=FAILED if data.get("state") == FAILED else WAITING,
             reason=str(data.get("reason", "")),
             queued=str(data.get("queued", "")),
             attempts=int(data.get("attempts", 0)),

@@ -390,15 +390,7 @@ class SessionRedactor:
             return self._walk(rec, None)
         msg = rec.get("message")
         if isinstance(msg, dict):
-            content = msg.get("content")
-            if isinstance(content, str):
-                msg["content"] = self.text(content)
-            elif isinstance(content, list):
-                for i, block in enumerate(content):
-                    if isinstance(block, str):
-                        content[i] = self.text(block)
-                    elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                        block["text"] = self.text(block["text"])
+            self._message_text(msg)
         for key in list(rec):
             if key == "message" and isinstance(msg, dict):
                 for mkey in list(msg):
@@ -407,6 +399,18 @@ class SessionRedactor:
             else:
                 rec[key] = self._walk(rec[key], key)
         return rec
+
+    def _message_text(self, msg: dict[str, Any]) -> None:
+        """Clean a message's text in place, in order: a string `content`, or its `text` blocks."""
+        content = msg.get("content")
+        if isinstance(content, str):
+            msg["content"] = self.text(content)
+        elif isinstance(content, list):
+            for i, block in enumerate(content):
+                if isinstance(block, str):
+                    content[i] = self.text(block)
+                elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                    block["text"] = self.text(block["text"])
 
     def _walk(self, value: Any, key: str | None, *, skip_text_blocks: bool = False) -> Any:
         if key in _METADATA_KEYS and isinstance(value, str) and len(value) <= 200:

@@ -106,31 +106,51 @@ def _segment(words: list[Word], previous: list[Word] | None) -> list[Span]:
     return spans
 
 
-def _rule_for(name: str, following: list[str]) -> Callable[[list[Word]], list[Span]] | None:
-    if name.startswith(("mysql", "mariadb", "mongo")):
-        return lambda args: _attached(args, "-p") + _flag(args, "--password", next_word=False)
-    if name == "sshpass":
-        return lambda args: _flag(args, "-p") + _attached(args, "-p")
-    if name == "redis-cli":
-        return lambda args: _flag(args, "-a", "--pass")
-    if name.startswith("ldap"):
-        return lambda args: _flag(args, "-w")
-    if name in ("sqlcmd", "bcp"):
-        return lambda args: _flag(args, "-P", case=True) + _attached(args, "-P", case=True)
-    if name in ("docker", "podman", "nerdctl", "helm", "oras", "skopeo", "buildah", "az", "crane", "regctl"):
-        if "login" in following or "add" in following or name == "az":
-            return lambda args: _flag(args, "-p", "--password", "--client-secret", "--secret")
-    if name == "htpasswd":
-        return _htpasswd
-    if name in ("curl", "http", "xh", "wget", "httpie"):
-        return lambda args: _user_password(args) + _flag(args, "--password", "--http-password", "--proxy-password")
-    if name == "smbclient":
-        return _smb
-    if name in ("keytool", "jarsigner", "openssl"):
-        return _pass_flags
+Rule = Callable[[list[Word]], list[Span]]
+_LOGIN_TOOLS = frozenset(("docker", "podman", "nerdctl", "helm", "oras", "skopeo", "buildah", "az", "crane", "regctl"))
+
+
+def _rule_for(name: str, following: list[str]) -> Rule | None:
+    """The rule that finds the secrets in the arguments of command `name` (followed by the words `following`)."""
+    rule = _BY_NAME.get(name)
+    if rule is not None:
+        return rule
+    for prefixes, by_prefix in _BY_PREFIX:
+        if name.startswith(prefixes):
+            return by_prefix
+    if name in _LOGIN_TOOLS and ("login" in following or "add" in following or name == "az"):
+        return _login
     if name == "aws" and "configure" in following:
         return _aws_configure
     return None
+
+
+def _database(args: list[Word]) -> list[Span]:
+    return _attached(args, "-p") + _flag(args, "--password", next_word=False)
+
+
+def _sshpass(args: list[Word]) -> list[Span]:
+    return _flag(args, "-p") + _attached(args, "-p")
+
+
+def _redis(args: list[Word]) -> list[Span]:
+    return _flag(args, "-a", "--pass")
+
+
+def _ldap(args: list[Word]) -> list[Span]:
+    return _flag(args, "-w")
+
+
+def _sqlcmd(args: list[Word]) -> list[Span]:
+    return _flag(args, "-P", case=True) + _attached(args, "-P", case=True)
+
+
+def _login(args: list[Word]) -> list[Span]:
+    return _flag(args, "-p", "--password", "--client-secret", "--secret")
+
+
+def _web(args: list[Word]) -> list[Span]:
+    return _user_password(args) + _flag(args, "--password", "--http-password", "--proxy-password")
 
 
 def _secret(word: Word) -> list[Span]:
@@ -238,3 +258,16 @@ def _after_word(words: list[Word], keyword: str) -> list[Span]:
         if value.lower() == keyword and i + 1 < len(words):
             return _secret(words[i + 1])
     return []
+
+
+_BY_NAME: dict[str, Rule] = {
+    "sshpass": _sshpass,
+    "redis-cli": _redis,
+    "sqlcmd": _sqlcmd,
+    "bcp": _sqlcmd,
+    "htpasswd": _htpasswd,
+    **dict.fromkeys(("curl", "http", "xh", "wget", "httpie"), _web),
+    "smbclient": _smb,
+    **dict.fromkeys(("keytool", "jarsigner", "openssl"), _pass_flags),
+}
+_BY_PREFIX: tuple[tuple[tuple[str, ...], Rule], ...] = ((("mysql", "mariadb", "mongo"), _database), (("ldap",), _ldap))

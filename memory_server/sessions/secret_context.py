@@ -172,10 +172,7 @@ def _take(text: str, pos: int, name: str, kind: str, *, explicit: bool, query: b
     """Read the value starting at `pos` (quoted, bare, a header with its scheme, a YAML block, a tuple)."""
     if pos >= len(text):
         return None
-    if name.lower().endswith(_HEADER_NAMES):
-        scheme = _WORD_AFTER.match(text, pos)
-        if scheme and scheme.group(1).lower() in _SCHEMES and text[scheme.end() : scheme.end() + 1] not in ("=", ":"):
-            pos = scheme.end()
+    pos = _past_scheme(text, pos, name)
     ch = text[pos]
     if ch in "fbruFBRU" and text[pos + 1 : pos + 2] in ("'", '"') and _value_is_template(text, pos + 1):
         return None
@@ -189,6 +186,20 @@ def _take(text: str, pos: int, name: str, kind: str, *, explicit: bool, query: b
         return _tuple(text, pos, name, kind) if _part_strong(name) else None
     elif ch in "|>" and text[pos + 1 : pos + 3].strip(" -+") == "" and kind == "strong":
         return _block_scalar(text, pos, name, kind)
+    return _take_bare(text, pos, name, kind, explicit=explicit, query=query)
+
+
+def _past_scheme(text: str, pos: int, name: str) -> int:
+    """Where a header's value starts after its scheme (`Authorization: Bearer <here>`)."""
+    if name.lower().endswith(_HEADER_NAMES):
+        scheme = _WORD_AFTER.match(text, pos)
+        if scheme and scheme.group(1).lower() in _SCHEMES and text[scheme.end() : scheme.end() + 1] not in ("=", ":"):
+            return scheme.end()
+    return pos
+
+
+def _take_bare(text: str, pos: int, name: str, kind: str, *, explicit: bool, query: bool) -> Span | None:
+    """An unquoted value (or the string a call is given: `ConvertTo-SecureString "..."`)."""
     called = _CALLED.match(text, pos)
     if called and kind == "strong":  # `$pw = ConvertTo-SecureString "..."`: the string, not the command
         return _take(text, called.end(), name, kind, explicit=True)

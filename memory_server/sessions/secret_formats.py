@@ -275,11 +275,3 @@ def glued_token_spans(text: str) -> list[tuple[int, int]]:
                     nxt = m.end()
             at = text.find(prefix, nxt)
     return spans
-
-
-def format_of(token: str) -> str | None:
-    """The name of the format `token` has, or None (for tests and diagnostics)."""
-    for label, pattern, _glue in TOKEN_FORMATS:
-        if re.fullmatch(pattern, token):
-            return label
-    return None

@@ -177,6 +177,11 @@ def is_ordinary_value(name: str, value: str, *, quoted: bool, after: str = "", b
         return True  # a number, a port, a version, a date
     if quoted:
         return v.endswith(":") and " " in v  # a prompt: "Password: "
+    return _is_code(name, v, after, before)
+
+
+def _is_code(name: str, v: str, after: str, before: str) -> bool:
+    """An unquoted value that is a word of code or prose, a path, a type, an expression or a variable."""
     if v in _CODE_WORDS or v.lower() in _PROSE_WORDS or _CODE_START.search(v) or _CALL_OR_INDEX.search(v):
         return True
     if _ATTRIBUTE.search(v):
