@@ -50,7 +50,6 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory_server.errors import ConfigError, MemoryServerError, PathRefusedError, RootError, TranscriptError
 from memory_server.files.crashpoints import crash_point
@@ -63,9 +62,7 @@ from memory_server.sessions.digest import Digest
 from memory_server.sessions.keep import Keeper
 from memory_server.sessions.reader import Transcript, parse_transcript
 from memory_server.sessions.render import render
-
-if TYPE_CHECKING:
-    from memory_server.settings import TranscriptSettings
+from memory_server.settings import TranscriptSettings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +144,7 @@ def _write_new_part(root: MemoryRoot, path: Path, full: Transcript, parts: list[
 
 
 def keep_settings(root: MemoryRoot) -> TranscriptSettings:
-    """The root's settings for kept copies; the defaults (with a warning) when memory.yaml cannot be read.
-    Imported here, not at the top: the session hooks import this module, and Claude Code gives a SessionEnd
-    hook about 1.5 s, which the settings' pydantic models would eat a third of."""
-    from memory_server.settings import TranscriptSettings, load_settings
-
+    """The root's settings for kept copies; the defaults (with a warning) when memory.yaml cannot be read."""
     try:
         return load_settings(root.path).transcripts
     except ConfigError as exc:

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from memory_server.errors import MemoryServerError
 from memory_server.files.root import MemoryRoot
@@ -40,9 +40,7 @@ from memory_server.sessions.kept import (
 )
 from memory_server.sessions.kept_budget import GZIP_LEVEL, LEVELS, dumps, fit, without_bulk
 from memory_server.sessions.parser import BLANK, transcript_id
-
-if TYPE_CHECKING:  # not at run time: the session hooks import this module through compress.py (see there)
-    from memory_server.settings import TranscriptSettings
+from memory_server.settings import TranscriptSettings
 
 log = logging.getLogger(__name__)
 
