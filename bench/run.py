@@ -1,12 +1,14 @@
 """All three retrieval development sets with one command, one table.
 
   LoCoMo        10 conversations, 1,982 questions; turn-level recall (bench/locomo.py builds the roots)
-  BEAM 100K     20 long user-assistant chats, 355 questions with gold messages; message-level recall
+  BEAM 100K     20 long user-assistant chats, 354 questions with gold messages; message-level recall
   coding-probe  37 design records of a real project, 40 paraphrase + 20 literal questions; passage recall,
                 scored by the set's own score.py over MCP (the real server), or in process with --fake
 
 Each set is reported separately, per tool (`search_memory`, `search_exact`): R@1/3/5/10 and per-query
 latency p50/p95 (in process for LoCoMo and BEAM; through MCP for coding-probe, as its scorer measures).
+`search_memory` is asked twice: with the question as the set words it (`asked`), and with the query the
+calling model wrote for it from the tool description alone (`caller`, bench/queries/README.md).
 Roots live under bench/results/roots/ and keep their embedding cache, so a re-run re-embeds nothing that
 did not change. `--quick` runs the tune subsets (LoCoMo conversations 0-1, BEAM chats 1-5) for iterating.
 
@@ -14,6 +16,7 @@ did not change. `--quick` runs the tune subsets (LoCoMo conversations 0-1, BEAM 
   python bench/run.py --quick --set ranking.file_weight=0.3
   python bench/run.py --sets coding --details /tmp/d    # one set; per-question hits written to /tmp/d
   python bench/run.py --fake --locomo 0 --beam 1 --max-questions 10   # plumbing only
+  python bench/run.py --queries caller --tools search_memory          # the caller's queries only
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import beam  # noqa: E402
 import benchlib  # noqa: E402
+import caller_queries  # noqa: E402
 import locomo  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
@@ -52,6 +56,11 @@ QUICK_BEAM = "1-5"
 CODING_DIR = "coding-probe"
 
 Search = Callable[[Memory, str, int], list[Hit]]
+Scorer = Callable[[list[Hit]], dict[str, float]]
+Question = tuple[str, Scorer, dict[str, Any]]  # (query, scorer, labels)
+Asked = tuple[str, str, Scorer, dict[str, Any]]  # (question id, question as asked, scorer, labels)
+Run = tuple[str, str]  # (tool, query source)
+PerRun = dict[Run, tuple[list[dict[str, Any]], list[float]]]  # scored rows and latencies of each run
 
 
 class QueryCachingEmbedder:
@@ -116,7 +125,7 @@ def open_root(root: Path, settings: Settings, embedder: Embedder) -> Memory:
 
 def ask(
     memory: Memory,
-    questions: Sequence[tuple[str, Callable[[list[Hit]], dict[str, float]], dict[str, Any]]],
+    questions: Sequence[Question],
     tool: str,
     k: int,
     details: list[dict[str, Any]] | None,
@@ -144,6 +153,44 @@ def ask(
     return rows, latencies
 
 
+def runs_of(args: argparse.Namespace, name: str) -> list[Run]:
+    """(tool, query source) pairs to run on set `name`: every tool with the questions as asked, and the tools
+    the caller's queries are written for with those, when the set has them."""
+    runs: list[Run] = [(tool, "asked") for tool in args.tools if "asked" in args.queries]
+    if "caller" in args.queries and any(t in caller_queries.CALLER_TOOLS for t in args.tools):
+        if args.caller.get(name) is None:
+            benchlib.log(f"[run] {name}: no caller-written queries in {args.queries_dir}; that row is left out")
+        else:
+            runs += [(tool, "caller") for tool in args.tools if tool in caller_queries.CALLER_TOOLS]
+    return runs
+
+
+def sourced(args: argparse.Namespace, name: str, asked: Sequence[Asked], source: str) -> list[Question]:
+    """The questions with the query of `source`: the question as asked, or the caller's query for it."""
+    if source == "asked":
+        return [(text, score, {**labels, "id": key, "queries": source}) for key, text, score, labels in asked]
+    queries = args.caller[name]
+    return [
+        (caller_queries.query_for(queries, name, key), score, {**labels, "id": key, "queries": source})
+        for key, _t, score, labels in asked
+    ]
+
+
+def ask_runs(
+    args: argparse.Namespace,
+    name: str,
+    memory: Memory,
+    asked: Sequence[Asked],
+    per_run: PerRun,
+    details: list[dict[str, Any]] | None,
+) -> None:
+    """Every run of set `name` over one root's questions, added to `per_run`."""
+    for tool, source in per_run:
+        rows, lat = ask(memory, sourced(args, name, asked, source), tool, args.k, details)
+        per_run[tool, source][0].extend(rows)
+        per_run[tool, source][1].extend(lat)
+
+
 # -- the sets -----------------------------------------------------------------------------------------
 
 
@@ -152,8 +199,7 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
         benchlib.data_dir() / locomo.DATA_FILE, locomo.parse_indices(args.locomo), args.max_questions
     )
     base = roots_base(args) / "locomo"
-    out: list[dict[str, Any]] = []
-    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in args.tools}
+    per_run: PerRun = {run: ([], []) for run in runs_of(args, "locomo")}
     details: list[dict[str, Any]] | None = [] if args.details else None
     for conv in conversations:
         root = base / conv.sample_id
@@ -161,22 +207,32 @@ def run_locomo(args: argparse.Namespace, settings: Settings, embedder: Embedder)
         locomo.sync_root(root, conv)
         memory = open_root(root, settings, embedder)
         try:
-            questions = [
-                (q.text, _locomo_scorer(conv, q), {"conversation": conv.index, "category": q.category})
+            asked = [
+                (
+                    f"{conv.index}:{q.index}",
+                    q.text,
+                    _locomo_scorer(conv, q),
+                    {"conversation": conv.index, "category": q.category},
+                )
                 for q in conv.questions
             ]
-            for tool in args.tools:
-                rows, lat = ask(memory, questions, tool, args.k, details)
-                per_tool[tool][0].extend(rows)
-                per_tool[tool][1].extend(lat)
+            ask_runs(args, "locomo", memory, asked, per_run, details)
         finally:
             memory.close()
-    out.extend(summarise("locomo", per_tool, "turn, held out 2-9", lambda row: row["conversation"] in locomo.HELD_OUT))
+    out = summarise(
+        "locomo",
+        per_run,
+        "turn",
+        [
+            ("tune 0-1", lambda row: row["conversation"] in locomo.TUNE),
+            ("held out 2-9", lambda row: row["conversation"] in locomo.HELD_OUT),
+        ],
+    )
     _write_details(args, "locomo", details)
     return out
 
 
-def _locomo_scorer(conv: locomo.Conversation, q: locomo.Question) -> Callable[[list[Hit]], dict[str, float]]:
+def _locomo_scorer(conv: locomo.Conversation, q: locomo.Question) -> Scorer:
     def score(hits: list[Hit]) -> dict[str, float]:
         return recall_at([t for h in hits for t in conv.turns_of(h)], q.evidence)
 
@@ -186,7 +242,7 @@ def _locomo_scorer(conv: locomo.Conversation, q: locomo.Question) -> Callable[[l
 def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -> list[dict[str, Any]]:
     chats = beam.load_chats(benchlib.data_dir(), locomo.parse_indices(args.beam))
     base = roots_base(args) / "beam"
-    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]] = {t: ([], []) for t in args.tools}
+    per_run: PerRun = {run: ([], []) for run in runs_of(args, "beam")}
     details: list[dict[str, Any]] | None = [] if args.details else None
     for chat in chats:
         root = base / str(chat.number)
@@ -195,22 +251,34 @@ def run_beam(args: argparse.Namespace, settings: Settings, embedder: Embedder) -
         memory = open_root(root, settings, embedder)
         chosen = chat.questions[: args.max_questions] if args.max_questions else chat.questions
         try:
-            questions = [
-                (q.text, _beam_scorer(chat, q), {"chat": chat.number, "category": chat.category, "type": q.kind})
+            asked = [
+                (
+                    f"{chat.number}:{q.index}",
+                    q.text,
+                    _beam_scorer(chat, q),
+                    {"chat": chat.number, "category": chat.category, "type": q.kind},
+                )
                 for q in chosen
             ]
-            for tool in args.tools:
-                rows, lat = ask(memory, questions, tool, args.k, details)
-                per_tool[tool][0].extend(rows)
-                per_tool[tool][1].extend(lat)
+            ask_runs(args, "beam", memory, asked, per_run, details)
         finally:
             memory.close()
-    out = summarise("beam", per_tool, "turn, coding chats", lambda row: row["category"] == "Coding")
+    tune = locomo.parse_indices(QUICK_BEAM) or []
+    out = summarise(
+        "beam",
+        per_run,
+        "message",
+        [
+            (f"tune {QUICK_BEAM}", lambda row: row["chat"] in tune),
+            (f"held out (not {QUICK_BEAM})", lambda row: row["chat"] not in tune),
+            ("coding chats", lambda row: row["category"] == "Coding"),
+        ],
+    )
     _write_details(args, "beam", details)
     return out
 
 
-def _beam_scorer(chat: beam.Chat, q: beam.Question) -> Callable[[list[Hit]], dict[str, float]]:
+def _beam_scorer(chat: beam.Chat, q: beam.Question) -> Scorer:
     def score(hits: list[Hit]) -> dict[str, float]:
         return recall_at([m for h in hits for m in chat.units_of(h.path, h.start_line, h.end_line)], q.gold)
 
@@ -245,37 +313,54 @@ def run_coding(
     if args.max_questions:
         queries = [q for kind in ("paraphrase", "literal") for q in queries if q["kind"] == kind][: args.max_questions]
     root = coding_root(args, overrides)
+    runs = [(tool, source, coding_queries(args, queries, source)) for tool, source in runs_of(args, "coding")]
     if args.fake or args.in_process:
         # The scorer starts the real server (real model); with --fake or --in-process the same scoring runs
         # here, without the MCP round trip (latency is then in process).
-        return _coding_in_process(args, root, settings, embedder, queries)
-    return [row for tool in args.tools for row in _coding_over_mcp(args, probe, root, queries, tool)]
+        return _coding_in_process(args, root, settings, embedder, runs)
+    return [row for tool, source, chosen in runs for row in _coding_over_mcp(args, probe, root, chosen, tool, source)]
+
+
+def coding_queries(args: argparse.Namespace, queries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    """The probe's queries (with their gold), each with the caller's query in place of the question for
+    `source` "caller": scored against the same gold by the same scorer."""
+    if source == "asked":
+        return queries
+    caller = args.caller["coding"]
+    return [{**q, "query": caller_queries.query_for(caller, "coding", q["id"])} for q in queries]
 
 
 def _coding_in_process(
-    args: argparse.Namespace, root: Path, settings: Settings, embedder: Embedder, queries: list[dict[str, Any]]
+    args: argparse.Namespace,
+    root: Path,
+    settings: Settings,
+    embedder: Embedder,
+    runs: list[tuple[str, str, list[dict[str, Any]]]],
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] | None = [] if args.details else None
     with open_root(root, settings, embedder) as memory:
-        for tool in args.tools:
-            questions = [(q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"]}) for q in queries]
+        for tool, source, queries in runs:
+            questions = [
+                (q["query"], _coding_scorer(q), {"kind": q["kind"], "id": q["id"], "queries": source}) for q in queries
+            ]
             rows, lat = ask(memory, questions, tool, 10, details)
             for kind in ("paraphrase", "literal"):
                 chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if r["kind"] == kind]
                 if chosen:
                     row = mean_row([r for r, _ in chosen], [t for _, t in chosen])
-                    out.append({"set": "coding", "tool": tool, "kind": f"paragraph, {kind}", **row})
+                    out.append({"set": "coding", "tool": tool, "queries": source, "kind": f"paragraph, {kind}", **row})
     _write_details(args, "coding", details)
     return out
 
 
 def _coding_over_mcp(
-    args: argparse.Namespace, probe: Path, root: Path, queries: list[dict[str, Any]], tool: str
+    args: argparse.Namespace, probe: Path, root: Path, queries: list[dict[str, Any]], tool: str, source: str
 ) -> list[dict[str, Any]]:
-    """The set's own scorer, through the real server over MCP."""
+    """The set's own scorer, through the real server over MCP (the caller's queries given to it as its query
+    file: the scorer, its gold and the ranks it counts are the set's own)."""
     server = Path(sys.executable).parent / "memory-server"
-    detail_file = Path(args.details) / f"coding-{tool}.json" if args.details else None
+    detail_file = Path(args.details) / f"coding-{tool}-{source}.json" if args.details else None
     command = [
         sys.executable,
         str(probe / "score.py"),
@@ -289,8 +374,8 @@ def _coding_over_mcp(
         "--k",
         "10",
     ]
-    if args.max_questions:
-        query_file = root.parent / "coding-queries.json"
+    if args.max_questions or source != "asked":
+        query_file = root.parent / f"coding-queries-{source}.json"  # under bench/results: never in the repository
         query_file.write_text(json.dumps(queries), encoding="utf-8")
         command += ["--queries", str(query_file)]
     if detail_file is not None:
@@ -304,6 +389,7 @@ def _coding_over_mcp(
         {
             "set": "coding",
             "tool": tool,
+            "queries": source,
             "kind": f"paragraph, {kind}",
             "n": result[kind]["n"],
             **{f"R@{k}": result[kind][f"R@{k}"] for k in KS},
@@ -316,7 +402,7 @@ def _coding_over_mcp(
     ]
 
 
-def _coding_scorer(q: dict[str, Any]) -> Callable[[list[Hit]], dict[str, float]]:
+def _coding_scorer(q: dict[str, Any]) -> Scorer:
     def score(hits: list[Hit]) -> dict[str, float]:
         rank = next(
             (
@@ -343,19 +429,21 @@ def roots_base(args: argparse.Namespace) -> Path:
 
 def summarise(
     name: str,
-    per_tool: dict[str, tuple[list[dict[str, Any]], list[float]]],
-    subset: str,
-    in_subset: Callable[[dict[str, Any]], bool],
+    per_run: PerRun,
+    unit: str,
+    subsets: Sequence[tuple[str, Callable[[dict[str, Any]], bool]]],
 ) -> list[dict[str, Any]]:
-    """One table row per tool over all questions, and one over the questions `in_subset` when they are some."""
+    """One table row per run (tool, query source) over all questions, and one per subset that holds some of
+    them but not all."""
     out: list[dict[str, Any]] = []
-    for tool, (rows, lat) in per_tool.items():
-        out.append({"set": name, "tool": tool, "kind": "turn, all", **mean_row(rows, lat)})
-        chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if in_subset(r)]
-        if chosen and len(chosen) < len(rows):
-            out.append(
-                {"set": name, "tool": tool, "kind": subset, **mean_row([r for r, _ in chosen], [t for _, t in chosen])}
-            )
+    for (tool, source), (rows, lat) in per_run.items():
+        head = {"set": name, "tool": tool, "queries": source}
+        out.append({**head, "kind": f"{unit}, all", **mean_row(rows, lat)})
+        for label, in_subset in subsets:
+            chosen = [(r, t) for r, t in zip(rows, lat, strict=True) if in_subset(r)]
+            if chosen and len(chosen) < len(rows):
+                row = mean_row([r for r, _ in chosen], [t for _, t in chosen])
+                out.append({**head, "kind": f"{unit}, {label}", **row})
     return out
 
 
@@ -365,9 +453,10 @@ def _write_details(args: argparse.Namespace, name: str, details: list[dict[str, 
 
 
 def print_table(rows: Sequence[dict[str, Any]], embedder: str) -> None:
-    headers = ["set", "tool", "unit, questions", "n", *[f"R@{k}" for k in KS], "p50 ms", "p95 ms"]
+    headers = ["set", "tool", "queries", "unit, questions", "n", *[f"R@{k}" for k in KS], "p50 ms", "p95 ms"]
     table = [
-        [r["set"], r["tool"], r["kind"], r["n"], *[r[f"R@{k}"] for k in KS], r["p50_ms"], r["p95_ms"]] for r in rows
+        [r["set"], r["tool"], r["queries"], r["kind"], r["n"], *[r[f"R@{k}"] for k in KS], r["p50_ms"], r["p95_ms"]]
+        for r in rows
     ]
     print(benchlib.format_table(headers, table, f"retrieval on the development sets ({embedder})"))
 
@@ -400,21 +489,36 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="score coding-probe in process instead of through its MCP scorer (for tuning)",
     )
+    parser.add_argument(
+        "--queries",
+        default=",".join(caller_queries.SOURCES),
+        help="comma-separated: asked (the question as the set words it), caller (the query the calling model "
+        "wrote for it, bench/queries/; search_memory only); default both",
+    )
+    parser.add_argument("--queries-dir", help="folder of the caller-written queries (default bench/queries)")
     parser.add_argument("--details", help="folder for per-question hits (JSON)")
     parser.add_argument("--json-out", help="where to write the results (default bench/results/run.json)")
     return parser
 
 
+def choices(text: str, allowed: Sequence[str], what: str) -> list[str]:
+    """A comma-separated option's values, each one of `allowed`."""
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    for value in chosen:
+        if value not in allowed:
+            raise SystemExit(f"unknown {what} {value!r}: use {', '.join(allowed)}")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    for name in sets:
-        if name not in SETS:
-            raise SystemExit(f"unknown set {name!r}: use {', '.join(SETS)}")
-    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    for tool in args.tools:
-        if tool not in TOOLS:
-            raise SystemExit(f"unknown tool {tool!r}: use {', '.join(TOOLS)}")
+    sets = choices(args.sets, SETS, "set")
+    args.tools = choices(args.tools, TOOLS, "tool")
+    args.queries = choices(args.queries, caller_queries.SOURCES, "query source")
+    args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
+    args.caller = (
+        {name: caller_queries.load(name, args.queries_dir) for name in sets} if "caller" in args.queries else {}
+    )
     if args.quick:
         args.locomo = args.locomo or QUICK_LOCOMO
         args.beam = args.beam or QUICK_BEAM
@@ -449,6 +553,10 @@ def main(argv: list[str] | None = None) -> int:
             "fake_embedder": bool(args.fake),
             "overrides": benchlib.flat_overrides(overrides),
             "max_questions": args.max_questions,
+            "queries": args.queries,
+            "caller_queries": {
+                name: str(args.queries_dir / caller_queries.FILES[name]) for name, found in args.caller.items() if found
+            },
         },
         "seconds": round(time.perf_counter() - started, 1),
         "results": rows,

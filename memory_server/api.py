@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -354,7 +355,25 @@ class Memory:
         if vectors is not None and vectors.replaced:
             self._request_repair()  # the vector store vanished under us: have it refilled now
         self.recall.record("search_memory", query, hits)
-        return hits, mode
+        return hits, self._answered_by(mode)
+
+    def vector_backlog(self) -> tuple[int, int]:
+        """(files waiting for their vectors, files that get vectors), from the indexer while it writes vectors,
+        else counted from the manifest once after each pass (a search does not count files every time)."""
+        backlog = self.indexer.vector_backlog
+        if backlog is None:
+            backlog = self.indexer.vector_backlog = self.fts.vector_backlog()
+        return backlog
+
+    def _answered_by(self, mode: Mode) -> Mode:
+        """The mode as the answer reports it: while files wait for their vectors the semantic side answered for
+        only part of the memory ("partial"), or for none of it ("keyword")."""
+        if mode == "keyword" or self.vectors is None:
+            return mode
+        waiting, eligible = self.vector_backlog()
+        if not waiting:
+            return mode
+        return "keyword" if waiting >= eligible else "partial"
 
     def search_note(self, mode: Mode, *, found: bool, semantic: bool = True) -> str | None:
         """Why an answer may be incomplete (indexing under way, never indexed, semantic side not ready, an
@@ -365,23 +384,43 @@ class Memory:
         # Only while the index is still filling: a later pass over files already indexed changes little, and
         # the stage keeps its name once it is over.
         if stage == "reading files" and done < total and indexed < total:
-            return f"indexing: {done} of {total} files done; keyword results only, so far"
+            return f"indexing: {total - done} of {total} files not read yet; keyword results only, so far"
         if indexed == 0:
             waiting = sum(1 for _ in self.root.memory_files())
             if waiting:
-                return (
-                    f"the memory has not been indexed yet ({waiting} files waiting): try again in a few seconds, "
-                    f"or run `memory-server index --root {self.root.path}`"
-                )
+                return f"the memory has not been indexed yet ({waiting} files waiting): {self._how_to_index()}"
             if not found:
                 return "the memory is empty: no MEMORY.md, topics/*.md or sessions yet"
-        if semantic and mode == "keyword" and self.vectors is not None:
-            if self.vector_error:
-                return f"semantic index unavailable ({self.vector_error}); keyword results only"
-            if stage in ("embedding", "writing") and done < total:
-                return f"indexing: {done} of {total} chunks embedded; keyword results only"
-            return "semantic index not ready yet; keyword results only"
+        if semantic and mode in ("keyword", "partial") and self.vectors is not None:
+            return self._vector_note(mode)
         return None
+
+    def _vector_note(self, mode: Mode) -> str:
+        """Why an answer's semantic side is missing or covers part of the memory."""
+        if self.vector_error:
+            return f"semantic index unavailable ({self.vector_error}); keyword results only"
+        waiting, eligible = self.vector_backlog()
+        progress = self.indexer.progress
+        embedding = (
+            f" ({progress.done} of {progress.total} chunks embedded)"
+            if progress.stage in ("embedding", "writing") and progress.done < progress.total
+            else ""
+        )
+        if not waiting:
+            return f"semantic index not built yet; keyword results only: {self._how_to_index()}"
+        found_by = "keywords only" if mode == "keyword" else "keywords only, the others by meaning too"
+        return (
+            f"indexing: {waiting} of {eligible} files wait for their vectors{embedding}; those are found by {found_by}"
+        )
+
+    def _how_to_index(self) -> str:
+        """What brings the index up: this memory's own worker (the server's) when it runs, else a command."""
+        if self._background is not None and self._background.running:
+            return "indexing has started in the background; ask again in a few seconds"
+        return (
+            f"run `memory-server index --root {shlex.quote(str(self.root.path))}` (a server started on this root, "
+            "`memory-server serve`, also indexes it on start)"
+        )
 
     def _keyword_guard(self, run: Callable[[], T]) -> T:
         """Run a search; if the keyword index turns out to be damaged (truncated, garbage, deleted under us),

@@ -187,7 +187,9 @@ class Background:
                 self._requeue(work)
 
     def _sweep(self) -> None:
-        """The periodic full comparison, and the sessions the queue still holds."""
+        """The periodic full comparison, and the sessions the queue still holds; memory the tool calls freed
+        since the last sweep goes back to the system (see process_memory.py)."""
+        trim()
         with self._cond:
             self._work.full = True
         try:

@@ -1,4 +1,5 @@
-"""What `read_memory` and `list_topics` serve: the text behind a hit, and the topics with their front matter.
+"""What `read_memory` and `list_topics` serve (the text behind a hit, the topics with their front matter), and
+the MCP resources: MEMORY.md and the topics, each read whole as the file holds it.
 
 The `Memory` facade (api.py) calls these; they only read (memory files only, streamed and bounded).
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from memory_server.errors import FileSkipped, MemoryServerError, NotFoundError, PathRefusedError
 from memory_server.files.paths import confine_memory
 from memory_server.files.reading import READ_MAX_CHARS, READ_MAX_LINE_CHARS, READ_MAX_LINES, read_window
+from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.markdown import iso_date
 from memory_server.parse.text import as_data
@@ -159,3 +161,28 @@ def topic_of(memory: Memory, rel: str) -> Topic:
         updated=iso_date(meta.get("updated")),
         tags=([str(t) for t in tags] if isinstance(tags, list) else [str(tags)]) or None,
     )
+
+
+def is_resource_path(rel: str) -> bool:
+    """The files served as resources: MEMORY.md and the topics (Markdown files under topics/)."""
+    return rel == MEMORY_INDEX or (rel.startswith(TOPICS_DIR + "/") and rel.endswith(".md"))
+
+
+def resource_files(memory: Memory, limit: int | None = None) -> list[Topic]:
+    """MEMORY.md (when there is one) and the topics (the first `limit`), as list_topics describes them."""
+    index = memory.root.path / MEMORY_INDEX
+    first = [Topic(path=MEMORY_INDEX, title="MEMORY.md", description="the memory's table of contents")]
+    return (first if index.is_file() else []) + list_topics(memory, limit)
+
+
+def resource_text(memory: Memory, rel: str) -> str:
+    """The whole text of MEMORY.md or a topic, read as the indexer reads it (confined, bounded, text only).
+    Resources are read-only, like the files: nothing here writes."""
+    refusal = f"{rel[:200]!r} is not a resource: they are MEMORY.md and topics/*.md (read_memory reads the others)"
+    if not is_resource_path(rel):
+        raise PathRefusedError(refusal)
+    real = confine_memory(memory.root.path, rel)
+    shown = memory.root.relpath(real)
+    if not is_resource_path(shown):  # a topic that is a symlink to another kind of file
+        raise PathRefusedError(refusal)
+    return memory.root.read_text(shown, max_bytes=memory.settings.index.max_file_bytes).text

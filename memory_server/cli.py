@@ -32,6 +32,7 @@ from memory_server.commands.common import (
 from memory_server.commands.dream import dream
 from memory_server.commands.hook import hook
 from memory_server.commands.keep import keep
+from memory_server.commands.program import with_program
 from memory_server.files.root import LAYERS
 from memory_server.parse.text import as_data
 
@@ -65,11 +66,18 @@ cli.add_command(keep)
     "MEMORY.md. Register it with: claude mcp add memory -- memory-server serve --root DIR",
     short_help="run the MCP server on stdio",
 )
+@click.option(
+    "--dream-tools/--no-dream-tools",
+    default=True,
+    show_default=True,
+    help="list the dream tools and the dream prompt, for clients without a shell (the Claude Code plugin turns "
+    "them off: its /dream skill runs the command line)",
+)
 @common_options
-def serve() -> None:
+def serve(dream_tools: bool) -> None:
     from memory_server.server import serve_root
 
-    serve_root(root_path())
+    serve_root(root_path(), dream_tools=dream_tools)
 
 
 @cli.command(
@@ -95,9 +103,8 @@ def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
             report = memory.index(rebuild=rebuild, progress=progress, timeout=wait, verify=verify)
         except KeyboardInterrupt:
             progress.close()
-            click.echo(
-                f"interrupted: {memory.index_kept()}. Run `memory-server index` again to go on from there.", err=True
-            )
+            again = with_program("Run `memory-server index` again to go on from there.")
+            click.echo(f"interrupted: {memory.index_kept()}. {again}", err=True)
             raise click.Abort() from None
         finally:
             progress.close()
@@ -136,7 +143,7 @@ def search(
         echo_json({"hits": [h.to_dict() for h in hits], "mode": mode, **({"note": note} if note else {})})
         return
     if note:  # why the answer may be incomplete (never indexed, semantic index not built yet)
-        click.echo(f"note: {as_data(note)}", err=True)
+        click.echo(f"note: {as_data(with_program(note))}", err=True)
     if not hits:
         click.echo("no hits")
     for h in hits:  # file names and text are data: no terminal escape or line break from a file gets through

@@ -8,6 +8,11 @@ The handshake never waits for the model or Chroma: the server only opens the roo
 thread brings the indices up to date and starts the file watcher. A search waits up to a second for the
 first keyword pass (a small root is indexed by then); past that, answers say how far indexing is.
 
+Besides the tools, for clients other than Claude Code: the prompts `dream` (the /dream procedure through the
+dream tools), `recall` and `resume` (prompts/), the topics and MEMORY.md as resources (`memory://<path>`,
+read whole, read-only), and the dream tools that write proposals, never topics (`dream_tools=False`, the
+Claude Code plugin's setting, leaves the dream tools and prompt out: its /dream skill uses the command line).
+
 A folder that is not a memory root, a root that does not exist, or a broken memory.yaml does not stop the
 server: it starts, logs why on stderr, and answers every tool with that reason and how to fix it, writing
 nothing. Each call looks again, so `memory-server init` or a fixed memory.yaml takes effect at once.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import os
 import threading
@@ -28,27 +34,46 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio
+import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
+from mcp_types import INTERNAL_ERROR, CallToolResult, ToolAnnotations
+from mcp_types import Resource as MCPResource
+from pydantic import BaseModel, Field
 
+from memory_server import __version__
 from memory_server.api import Memory
-from memory_server.errors import ConfigError, IndexUnavailableError, MemoryServerError
+from memory_server.browse import resource_files, resource_text
+from memory_server.commands.program import with_program
+from memory_server.errors import (
+    ConfigError,
+    IndexUnavailableError,
+    MemoryServerError,
+    NotFoundError,
+    PathRefusedError,
+)
 from memory_server.files.logs import LOG_DIR, rotate
 from memory_server.files.root import Layer
 from memory_server.process_memory import limit_arenas
 from memory_server.settings import Settings, load_settings, settings_stamp
 from memory_server.stdio_guard import exit_now, exit_on_hangup, repair_stdin, serve_stdio, stop_on_signals
 from memory_server.tool_results import (
+    DreamGathered,
+    DreamProposed,
+    DreamRecord,
+    DreamVerdicts,
     ReadResult,
     SearchResult,
     Status,
+    Topic,
     TopicList,
     compact,
     search_result,
@@ -66,17 +91,23 @@ INSTRUCTIONS = (
     "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
     "truth) > auto_memory (Claude Code's own notes, written by the model, unreviewed) > sessions (what happened "
     "in past sessions) > transcripts (raw, for arbitration only). "
-    "search_memory for questions in your own words, search_exact for literal strings, then read_memory on a "
-    "hit's path and lines for more. Results are short on purpose: read only what you need."
+    "search_memory for questions, in the words the notes would use; search_exact for literal strings; then "
+    "read_memory on a hit's path and lines for more. Results are short on purpose: read only what you need."
 )
 
-Query = Annotated[str, Field(description="question (search_memory) or literal text (search_exact)")]
+# search_memory's description and its query's are the text the benchmark's caller-written queries were written
+# from (bench/queries/README.md): changing their meaning means writing those queries again.
+MeaningQuery = Annotated[str, Field(description="the question, in the notes' words as above")]
+LiteralQuery = Annotated[str, Field(description="literal text")]
 K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
 Layers = Annotated[list[Layer] | None, Field(description="default: topic, auto_memory and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# The dream tools that write: under dreams/ only (a proposal, the evidence pack, verdicts), never a topic.
+WRITES_PROPOSALS = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+RESOURCE_URI = "memory://{+path}"  # memory://MEMORY.md, memory://topics/releases.md
 
 
 class MemoryGate:
@@ -201,25 +232,47 @@ class ServerState:
 Ctx = Context[ServerState, object]
 
 
-def answers(fn: Callable[P, CallToolResult]) -> Callable[P, CallToolResult]:
-    """The one place a tool's failures become answers: our errors as tool errors the model can read; anything
-    else (a bug, a panic in a native library) logged with its traceback and reported plainly."""
+def answering(
+    error: Callable[[MemoryServerError | None, str], Exception],
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The one place failures become answers, for tools, prompts and resources alike: our errors as the errors
+    the client shows (`error(exc, message)`); anything else (a bug, a panic in a native library) logged with its
+    traceback and reported plainly (`error(None, message)`)."""
 
-    @functools.wraps(fn)
-    def tool(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
-        try:
-            return fn(*args, **kwargs)
-        except MemoryServerError as exc:
-            raise ToolError(str(exc)) from exc
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
-            log.exception("tool %s failed", fn.__name__)
-            raise ToolError(
-                f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has details."
-            ) from exc
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def answered(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except MemoryServerError as exc:
+                raise error(exc, with_program(str(exc))) from exc
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise
+            except BaseException as exc:  # a bug, or a panic in a native library: say so instead of failing silently
+                log.exception("%s failed", fn.__name__)
+                raise error(
+                    None,
+                    f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has "
+                    "details.",
+                ) from exc
 
-    return tool
+        return answered
+
+    return decorate
+
+
+def _resource_error(exc: MemoryServerError | None, message: str) -> Exception:
+    missing = isinstance(exc, (NotFoundError, PathRefusedError))
+    return ResourceNotFoundError(message) if missing else ResourceError(message)
+
+
+answers = answering(lambda _exc, message: ToolError(message))
+prompt_answers = answering(lambda _exc, message: MCPError(INTERNAL_ERROR, message))
+resource_answers = answering(_resource_error)
+
+
+def _hint(note: str | None) -> str | None:
+    return None if note is None else with_program(note)
 
 
 def gate_of(ctx: Ctx) -> MemoryGate:
@@ -231,26 +284,28 @@ def gate_of(ctx: Ctx) -> MemoryGate:
 
 @answers
 def search_memory(
-    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+    ctx: Ctx, query: MeaningQuery, k: K = None, layers: Layers = None, after: After = None, before: Before = None
 ) -> Annotated[CallToolResult, SearchResult]:
-    """Search memory by meaning, for questions in your own words ("what did we decide about retries?").
+    """Search memory by meaning. Write the query in the words the notes would contain: the question, then the
+    names, technical terms and synonyms its answer likely uses ("what did we decide about retries? retry policy,
+    backoff, max attempts, timeout"). One query; no boolean syntax.
     Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file.
     Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."""
     memory = gate_of(ctx).ready()
     hits, mode = memory.search_memory(query, k, layers, after, before)
-    return compact(search_result(hits, mode=mode, note=memory.search_note(mode, found=bool(hits))))
+    return compact(search_result(hits, mode=mode, note=_hint(memory.search_note(mode, found=bool(hits)))))
 
 
 @answers
 def search_exact(
-    ctx: Ctx, query: Query, k: K = None, layers: Layers = None, after: After = None, before: Before = None
+    ctx: Ctx, query: LiteralQuery, k: K = None, layers: Layers = None, after: After = None, before: Before = None
 ) -> Annotated[CallToolResult, SearchResult]:
     """Find literal text: IPs, error codes, identifiers, file names, exact phrases; the query is taken as-is.
     match says phrase (contains the query), all_terms or any_terms. Add layer "transcript" only to
     settle a disagreement."""
     memory = gate_of(ctx).ready()
     hits = memory.search_exact(query, k, layers, after, before)
-    return compact(search_result(hits, note=memory.search_note("keyword", found=bool(hits), semantic=False)))
+    return compact(search_result(hits, note=_hint(memory.search_note("keyword", found=bool(hits), semantic=False))))
 
 
 @answers
@@ -284,12 +339,184 @@ def memory_status(ctx: Ctx) -> Annotated[CallToolResult, Status]:
 TOOLS = (search_memory, search_exact, read_memory, list_topics, memory_status)
 
 
-def published(fn: Callable[..., CallToolResult]) -> Tool:
+# -- the dream tools, for clients without a shell: they write under dreams/, never a topic; a person applies --
+
+
+class Verdict(BaseModel):
+    change: int
+    verdict: Literal["accept", "reject"]
+    reason: str
+
+
+Items = Annotated[list[dict[str, Any]], Field(description="the items, as the dream prompt describes them")]
+ProposalId = Annotated[str, Field(description="the proposal's id, as dream_propose gave it")]
+
+
+@answers
+def dream_gather(ctx: Ctx) -> Annotated[CallToolResult, DreamGathered]:
+    """Dream step 1 (see the dream prompt): write the evidence pack of the sessions no dream has read; read it
+    whole with read_memory. Changes no topic."""
+    memory = gate_of(ctx).get()
+    done = memory.dream.gather()
+    pack = done.pack
+    return compact(
+        DreamGathered(
+            message=done.message,
+            path=memory.root.relpath(done.path) if done.path else None,
+            sessions=len(pack.sessions) if pack else 0,
+            tokens=pack.tokens if pack else 0,
+        )
+    )
+
+
+@answers
+def dream_propose(ctx: Ctx, items: Items) -> Annotated[CallToolResult, DreamProposed]:
+    """Dream step 4: check the items against the record; when none is refused, write the proposal dreams/<id>/
+    for a person to apply. Never changes a topic."""
+    memory = gate_of(ctx).get()
+    kept = memory.dream.keep_items(json.dumps({"items": items}, ensure_ascii=False, indent=1))
+    result = memory.dream.propose(kept)
+    message = result.message
+    if result.id is None and result.refusals:
+        message = f"{len(result.refusals)} item(s) refused; no proposal was written. Fix them (or leave them out) "
+        message += "and call dream_propose again."
+    return compact(
+        DreamProposed(
+            message=message,
+            id=result.id,
+            report=f"dreams/{result.id}/REPORT.md" if result.id else None,
+            changes=result.changes,
+            refusals=result.refusals or None,
+            waiting=result.held_back or None,
+            notes=result.notes or None,
+        )
+    )
+
+
+@answers
+def dream_record(ctx: Ctx, ref: str, around: int = 6) -> Annotated[CallToolResult, DreamRecord]:
+    """The turns around an evidence reference (transcript:<id>:LINE or sessions/...md:LINE), who said each."""
+    return compact(DreamRecord(text=gate_of(ctx).get().dream.record(ref, max(0, min(around, 200)))))
+
+
+@answers
+def dream_verdicts(
+    ctx: Ctx, proposal_id: ProposalId, verdicts: list[Verdict]
+) -> Annotated[CallToolResult, DreamVerdicts]:
+    """Dream step 5: record a fresh reader's verdicts on a proposal's changes (a rejected one is withheld).
+    Never changes a topic."""
+    data = {"verdicts": [v.model_dump() for v in verdicts]}
+    done = gate_of(ctx).get().dream.verdicts(data, proposal_id)
+    return compact(DreamVerdicts(id=done["id"], summary=done["summary"]))
+
+
+DREAM_TOOLS = (dream_gather, dream_propose, dream_record, dream_verdicts)
+READ_ONLY_DREAM_TOOLS = (dream_record,)
+
+
+def published(fn: Callable[..., CallToolResult], annotations: ToolAnnotations = READ_ONLY) -> Tool:
     """A tool as `tools/list` shows it: its docstring on one line as the description, its schemas tidied."""
-    tool = Tool.from_function(fn, description=" ".join((inspect.getdoc(fn) or "").split()), annotations=READ_ONLY)
+    tool = Tool.from_function(fn, description=one_line_doc(fn), annotations=annotations)
     tidy_schema(tool.parameters)
     tidy_schema(tool.output_schema)
     return tool
+
+
+def one_line_doc(fn: Callable[..., object]) -> str:
+    return " ".join((inspect.getdoc(fn) or "").split())
+
+
+def tools_of(dream_tools: bool) -> list[Tool]:
+    tools = [published(fn) for fn in TOOLS]
+    if dream_tools:
+        tools += [published(fn, READ_ONLY if fn in READ_ONLY_DREAM_TOOLS else WRITES_PROPOSALS) for fn in DREAM_TOOLS]
+    return tools
+
+
+# -- the prompts: a client shows them to the person, who picks one; their docstrings describe them ----------
+
+
+@prompt_answers
+def dream(ctx: Ctx) -> str:
+    """Consolidate recent sessions into a proposal for topics/ that a person reviews (with the dream tools)."""
+    from memory_server.prompts.dream import dream_prompt
+
+    memory = gate_of(ctx).get()
+    return dream_prompt(memory.root.path, memory.settings.dream.max_changes)
+
+
+@prompt_answers
+def recall(ctx: Ctx, subject: Annotated[str, Field(description="a subject or a question, in your own words")]) -> str:
+    """What the memory holds about a subject, summarised with paths."""
+    from memory_server.prompts.recall import recall_prompt
+
+    memory = gate_of(ctx).ready()
+    hits, mode = memory.search_memory(subject)
+    return recall_prompt(subject, hits, mode, memory.search_note(mode, found=bool(hits)))
+
+
+@prompt_answers
+def resume(ctx: Ctx) -> str:
+    """Where the last session stopped and what it left open, from the session records."""
+    from memory_server.prompts.resume import resume_prompt
+
+    memory = gate_of(ctx).get()
+    return resume_prompt(memory.root, memory.settings.index.max_file_bytes)
+
+
+PROMPTS: tuple[Callable[..., str], ...] = (recall, resume)
+DREAM_PROMPTS: tuple[Callable[..., str], ...] = (dream,)
+
+
+def prompts_of(dream_tools: bool) -> list[Prompt]:
+    chosen = (DREAM_PROMPTS if dream_tools else ()) + PROMPTS
+    return [Prompt.from_function(fn, description=one_line_doc(fn)) for fn in chosen]
+
+
+# -- the resources: MEMORY.md and the topics, read whole, read-only ------------------------------------------
+
+
+@resource_answers
+def memory_file(ctx: Ctx, path: str) -> str:
+    """MEMORY.md or a topic (topics/….md), whole, as the file holds it."""
+    return resource_text(gate_of(ctx).get(), path)
+
+
+class MemoryMCPServer(MCPServer[ServerState]):
+    """The SDK's server, whose resource list is read from the root at each request: topics come and go."""
+
+    def __init__(self, gate: MemoryGate, **kwargs: Any) -> None:
+        super().__init__("memory", **kwargs)
+        self.gate = gate
+        self.resource(
+            RESOURCE_URI, name="memory file", description=one_line_doc(memory_file), mime_type="text/markdown"
+        )(memory_file)
+
+    async def list_resources(self) -> list[MCPResource]:
+        listed = await super().list_resources()
+        files = await anyio.to_thread.run_sync(self.files)  # opening the memory and reading topics block
+        uri = UriTemplate.parse(RESOURCE_URI)
+        return listed + [
+            MCPResource(
+                uri=uri.expand({"path": f.path}),
+                name=f.path,
+                title=f.title,
+                description=f.description,
+                mime_type="text/markdown",
+            )
+            for f in files
+        ]
+
+    def files(self) -> list[Topic]:
+        """MEMORY.md and the topics, or none while the root cannot be served (every tool says why)."""
+        memory = self.gate.try_open()
+        if memory is None:
+            return []
+        try:
+            return resource_files(memory, LIST_TOPICS_LIMIT)
+        except MemoryServerError as exc:
+            log.warning("resources/list: %s", exc)
+            return []
 
 
 def build_server(
@@ -299,8 +526,10 @@ def build_server(
     open_memory: Callable[[Path], Memory] = Memory,
     background: bool = True,
     watch: bool = True,
+    dream_tools: bool = True,
 ) -> MCPServer[ServerState]:
-    """An MCPServer whose tools search and read `memory`, or the memory at `root` once it can be opened."""
+    """An MCPServer whose tools search and read `memory`, or the memory at `root` once it can be opened;
+    `dream_tools=False` leaves out the dream tools and the dream prompt."""
     if memory is None and root is None:
         raise ValueError("build_server needs a Memory or a root")
     gate = MemoryGate(Path(root) if root is not None else Path("."), open_memory, background=background, watch=watch)
@@ -308,11 +537,12 @@ def build_server(
         gate.adopt(memory)
     else:
         gate.try_open()
-    return server_for(gate)
+    return server_for(gate, dream_tools=dream_tools)
 
 
-def server_for(gate: MemoryGate) -> MCPServer[ServerState]:
-    """The MCP server of `gate`: a lifespan that starts its background work and closes it, and the tools."""
+def server_for(gate: MemoryGate, *, dream_tools: bool = True) -> MCPServer[ServerState]:
+    """The MCP server of `gate`: a lifespan that starts its background work and closes it, the tools, the
+    prompts and the resources (the dream tools and prompt only with `dream_tools`)."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
@@ -322,8 +552,14 @@ def server_for(gate: MemoryGate) -> MCPServer[ServerState]:
         finally:
             gate.close()
 
-    instructions = INSTRUCTIONS if gate.refusal is None else f"Memory is not available here: {gate.refusal}"
-    return MCPServer("memory", instructions=instructions, lifespan=lifespan, tools=[published(fn) for fn in TOOLS])
+    refused = gate.refusal
+    instructions = INSTRUCTIONS if refused is None else f"Memory is not available here: {with_program(refused)}"
+    server = MemoryMCPServer(
+        gate, version=__version__, instructions=instructions, lifespan=lifespan, tools=tools_of(dream_tools)
+    )
+    for prompt in prompts_of(dream_tools):
+        server.add_prompt(prompt)
+    return server
 
 
 def tidy_schema(schema: object) -> None:
@@ -367,15 +603,17 @@ def log_to_file(path: Path) -> None:
     logging.getLogger().addHandler(handler)
 
 
-def serve(memory: Memory) -> None:
+def serve(memory: Memory, *, dream_tools: bool = True) -> None:
     """Run the MCP server for an opened `memory` on stdio (benchmarks pass their own; they call
     `process_memory.limit_arenas()` before opening it, as `serve_root` does)."""
     gate = MemoryGate(memory.root.path, Memory)
     gate.adopt(memory)
-    _run(server_for(gate), gate.cancel)
+    _run(server_for(gate, dream_tools=dream_tools), gate.cancel)
 
 
-def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memory] = Memory) -> None:
+def serve_root(
+    root: str | os.PathLike[str], open_memory: Callable[[Path], Memory] = Memory, *, dream_tools: bool = True
+) -> None:
     """`memory-server serve`: run the MCP server for `root` on stdio until the client closes stdin; gone
     within two seconds of that even when a request is stuck (see stdio_guard.py). A root that cannot be
     served is logged on stderr here and reported by every tool."""
@@ -390,7 +628,7 @@ def serve_root(root: str | os.PathLike[str], open_memory: Callable[[Path], Memor
 
     gate = MemoryGate(Path(root).expanduser(), open_and_log)
     gate.try_open()
-    _run(server_for(gate), gate.cancel)
+    _run(server_for(gate, dream_tools=dream_tools), gate.cancel)
 
 
 def _run(server: MCPServer[ServerState], on_hangup: Callable[[], None]) -> None:

@@ -38,13 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memory_server.errors import ConfigError, YamlError
 from memory_server.files.claude_home import git_roots, project_folder
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
-from memory_server.files.root import SETTINGS_FILE
+from memory_server.files.root import SETTINGS_FILE, USER_CONFIG_ENV, user_config_path
 
-USER_CONFIG_ENV = "MEMORY_SERVER_CONFIG"
 TRANSCRIPTS_DIR_ENV = "MEMORY_TRANSCRIPTS_DIR"
 AUTO_MEMORY_DIR_ENV = "MEMORY_AUTO_MEMORY_DIR"
 VECTORS_URL_ENV = "MEMORY_VECTORS_URL"
 VECTORS_TOKEN_ENV = "MEMORY_VECTORS_TOKEN"
+PROMPT_BAR = 2.0  # hooks.prompt_bar: over every score `python bench/prompt_recall.py` saw (no bar reached 0.9)
 
 
 class _Section(BaseModel):
@@ -64,7 +64,8 @@ class SearchSettings(_Section):
     max_k: int = Field(default=50, ge=1, le=1000)
     hit_chars: int = Field(default=700, ge=1)  # text of one hit is cut to this many characters around the match
     budget_chars: int = Field(default=5000, ge=1)  # all hits' text together (about 1,250 tokens plus metadata)
-    candidate_pool: int = Field(default=60, ge=1)  # candidates taken from each retriever before fusion
+    # candidates taken from each retriever before fusion (max_k when more; never sized by the k asked for)
+    candidate_pool: int = Field(default=60, ge=1)
 
     @model_validator(mode="after")
     def _default_within_max(self) -> SearchSettings:
@@ -84,6 +85,10 @@ class RankingSettings(_Section):
     # best file's) x the best fused score, so passages from the file that answers best rise together.
     file_weight: float = Field(default=0.7, ge=0)
     file_top: int = Field(default=3, ge=1)
+    # Pointers: a MEMORY.md line linking a topic leaves the candidates (it says where the answer is, not what it
+    # is) and lends pointer_weight x its score to that topic's candidate passages. Lending any share cost the
+    # coding probe (the only set with a MEMORY.md) answers ranked first: 0 (docs/benchmarks.md).
+    pointer_weight: float = Field(default=0.0, ge=0)
     # Context: the passages just before and after a strong candidate gain neighbour_weight x its score
     # (the answer often sits next to the passage that matches the question's words).
     neighbour_weight: float = Field(default=0.3, ge=0)
@@ -97,11 +102,15 @@ class RankingSettings(_Section):
     recency_weight: float = Field(default=0.1, ge=0, le=1)  # share of a session's score that decays with age
     recency_half_life_days: float = Field(default=90.0, gt=0)
     mmr_weight: float = Field(default=0.2, ge=0)  # diversity: penalty for resembling a hit already chosen
-    # Diversity by file: one file gets max(file_quota, file_share x k) hits before same_file_penalty applies
-    # to its further hits; so a default answer never holds five chunks of one file while others are relevant.
+    # Diversity by file: among the first n hits one file gets max(file_quota, file_share x n) before
+    # same_file_penalty damps its further hits (n, not the k asked for: an answer's first hits do not depend
+    # on k). Off by default (penalty 1.0): set it below 1 so one file does not fill an answer while others
+    # are relevant.
     file_quota: int = Field(default=4, ge=1)
     file_share: float = Field(default=0.5, ge=0, le=1)
-    same_file_penalty: float = Field(default=0.5, ge=0, le=1)
+    # 1.0: no damping. Any damping cost LoCoMo and BEAM recall (their answers sit in one session); a file then
+    # fills an answer only when each of its passages outranks every other file's (docs/benchmarks.md).
+    same_file_penalty: float = Field(default=1.0, ge=0, le=1)
     duplicate_similarity: float = Field(default=0.97, ge=0)  # hits more similar than this to a chosen one are dropped
     # Keyword scores are BM25 / max(best BM25, keyword_floor x the sum of the query words' IDFs, about the
     # BM25 of a chunk holding every query word): a match counts by the share of the query it covers, so
@@ -206,6 +215,21 @@ class DreamSettings(_Section):
     pack_auto_memory_tokens: int = Field(default=1_500, ge=0)  # evidence pack: Claude Code's auto memory entries
 
 
+class HookSettings(_Section):
+    # SessionStart: a brief of what the records say (the last session's open items, decisions and lessons of
+    # the last `brief_days` days, topics that may be stale), at most `brief_chars` characters; 0 turns it off.
+    brief_chars: int = Field(default=1200, ge=0, le=20_000)
+    brief_days: float = Field(default=7.0, ge=0)
+    # PostToolUseFailure: the earlier fix of the same error, at most `fix_chars` characters; 0 turns it off.
+    fix_chars: int = Field(default=600, ge=0, le=20_000)
+    # UserPromptSubmit: per-prompt recall, off by default; at most `prompt_hits` hits scoring at least
+    # `prompt_bar` (chosen by bench/prompt_recall.py for precision on real prompts), at most `prompt_chars`.
+    prompt_recall: bool = False
+    prompt_hits: int = Field(default=2, ge=1, le=2)
+    prompt_bar: float = Field(default=PROMPT_BAR, ge=0)
+    prompt_chars: int = Field(default=800, ge=100, le=20_000)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -217,6 +241,7 @@ class Settings(BaseModel):
     transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
     auto_memory: AutoMemorySettings = Field(default_factory=AutoMemorySettings)
     dream: DreamSettings = Field(default_factory=DreamSettings)
+    hooks: HookSettings = Field(default_factory=HookSettings)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()
@@ -261,17 +286,6 @@ def settings_stamp(root: Path | str) -> tuple[object, ...]:
         except OSError:
             stamp.append((str(path), None))
     return tuple(stamp)
-
-
-def user_config_path() -> Path | None:
-    """The user-level config file: $MEMORY_SERVER_CONFIG, else $XDG_CONFIG_HOME (~/.config)/memory-server/
-    config.yaml; None when that default file does not exist."""
-    named = os.environ.get(USER_CONFIG_ENV)
-    if named:
-        return Path(named).expanduser()
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
-    path = base / "memory-server" / "config.yaml"
-    return path if path.is_file() else None
 
 
 def environment_overrides() -> dict[str, dict[str, Any]]:

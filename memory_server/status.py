@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from memory_server.commands.program import with_program
 from memory_server.dream.gate import DreamGate
 from memory_server.errors import MemoryServerError
 from memory_server.files.root import MemoryFiles
@@ -177,10 +178,11 @@ def budget_notes() -> list[str]:
 
 def dream_status(memory: Memory) -> DreamStatus:
     try:
-        due, reason = DreamGate(memory.root, memory.settings).due()
+        gate = DreamGate(memory.root, memory.settings)
+        due, reason = gate.due()
+        how = with_program(f"run /dream. {gate.how_to_clear()}") if due else None
     except MemoryServerError as exc:
         return DreamStatus(due=False, reason=str(exc))
-    how = "run /dream (without an agent: memory-server dream run)" if due else None
     return DreamStatus(due=due, reason=reason, how=how)
 
 
@@ -201,7 +203,9 @@ def queue_status(memory: Memory) -> SessionsQueue:
             )
             for i in items[:STATUS_LIST_LIMIT]
         ]
-        queue.how = "run `memory-server compress --pending` (the next session hook or the server does it too)"
+        queue.how = with_program(
+            "run `memory-server compress --pending` (the next session hook or the server does it too)"
+        )
     return queue
 
 

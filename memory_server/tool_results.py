@@ -144,6 +144,32 @@ class Status(BaseModel):
     config_error: str | None = None
 
 
+class DreamGathered(BaseModel):
+    message: str
+    path: str | None = None  # the evidence pack, for read_memory; None when no session waits
+    sessions: int
+    tokens: int
+
+
+class DreamProposed(BaseModel):
+    message: str
+    id: str | None = None  # None: refused, nothing written
+    report: str | None = None  # dreams/<id>/REPORT.md, for read_memory
+    changes: int
+    refusals: list[str] | None = None
+    waiting: list[str] | None = None  # verified items held for the next proposal
+    notes: list[str] | None = None
+
+
+class DreamRecord(BaseModel):
+    text: str
+
+
+class DreamVerdicts(BaseModel):
+    id: str
+    summary: str
+
+
 def search_result(hits: Sequence[Hit], *, mode: Mode | None = None, note: str | None = None) -> SearchResult:
     """Hits in rank order, each file's title once."""
     titles: dict[str, str] = {}

@@ -35,9 +35,10 @@ for _name in ("MEMORY_TRANSCRIPTS_DIR", "MEMORY_AUTO_MEMORY_DIR", "MEMORY_VECTOR
 
 
 def require_shared(path: Path) -> Path:
-    """`path` (under SHARED); skips the calling test when it is missing."""
+    """`path` (data beside the repository); skips the calling test, naming the path, when it is missing."""
     if not path.exists():
-        pytest.skip(f"needs {path}: data beside the repository (../shared or MEMORY_SERVER_SHARED), see README")
+        where = "../shared or MEMORY_SERVER_SHARED" if path.is_relative_to(SHARED) else "MEMORY_BENCH_DATA"
+        pytest.skip(f"needs {path}: data beside the repository ({where}), see README")
     return path
 
 

@@ -103,35 +103,101 @@ def test_locomo_smoke(tmp_path: Path) -> None:
     assert {r["overrides"]["ranking.rrf_k"] for r in sweep["rows"]} == {30, 60}
 
 
+def _caller_queries(folder: Path, ids: dict[str, list[str]]) -> dict[str, str]:
+    """Caller-written query files for the smoke run: each query is its id with a marker word."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[str, str] = {}
+    for name, keys in ids.items():
+        lines = []
+        for key in keys:
+            written[f"{name}/{key}"] = f"callerword {key}"
+            lines.append(json.dumps({"id": key, "query": written[f"{name}/{key}"]}))
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return written
+
+
 def test_run_all_sets_smoke(tmp_path: Path) -> None:
-    """bench/run.py: the three development sets in one command, one row per set, tool and unit."""
+    """bench/run.py: the three development sets in one command, one row per set, tool, query source and
+    unit; search_memory asked with the questions as the sets word them and with the caller's queries, which
+    reach the search unedited and are scored against the same gold."""
     data = _locomo_data().parent
     for needed in ("locomo10.json", "beam_100K", "coding-probe"):
         require_shared(data / needed)
     out = tmp_path / "run.json"
+    written = _caller_queries(
+        tmp_path / "queries",
+        {
+            "locomo.jsonl": [f"0:{i}" for i in range(4)],
+            "beam.jsonl": [f"1:{i}" for i in range(4)],
+            "coding-probe.jsonl": [f"p0{i}" for i in range(1, 5)],
+        },
+    )
+    common = ["--fake", "--locomo", "0", "--beam", "1", "--max-questions", "4", "--roots", str(tmp_path / "roots")]
     proc = _run(
         "run.py",
-        "--fake",
-        "--locomo",
-        "0",
-        "--beam",
-        "1",
-        "--max-questions",
-        "4",
-        "--roots",
-        str(tmp_path / "roots"),
+        *common,
+        "--queries-dir",
+        str(tmp_path / "queries"),
+        "--details",
+        str(tmp_path / "details"),
         "--json-out",
         str(out),
     )
-    assert "FAKE" in proc.stdout
+    assert "FAKE" in proc.stdout and "caller" in proc.stdout
     result = _load(out)
-    rows = {(r["set"], r["tool"], r["kind"]): r for r in result["results"]}
+    rows = {(r["set"], r["tool"], r["queries"], r["kind"]): r for r in result["results"]}
     for tool in ("search_memory", "search_exact"):
-        assert ("locomo", tool, "turn, all") in rows and ("beam", tool, "turn, all") in rows
-        assert ("coding", tool, "paragraph, paraphrase") in rows
+        assert ("locomo", tool, "asked", "turn, all") in rows and ("beam", tool, "asked", "message, all") in rows
+        assert ("coding", tool, "asked", "paragraph, paraphrase") in rows
+    for name, unit in (("locomo", "turn, all"), ("beam", "message, all"), ("coding", "paragraph, paraphrase")):
+        assert ("search_memory", "caller") in {(t, q) for s, t, q, k in rows if s == name and k == unit}, name
+        assert not [key for key in rows if key[1] == "search_exact" and key[2] == "caller"], "caller: search_memory"
     for row in rows.values():
         assert row["n"] > 0 and 0.0 <= row["R@1"] <= row["R@10"] <= 1.0, row
         assert 0 < row["p50_ms"] <= row["p95_ms"], row
+    for name, file in (("locomo", "locomo.jsonl"), ("beam", "beam.jsonl"), ("coding", "coding-probe.jsonl")):
+        asked = _load(tmp_path / "details" / f"{name}.json")["questions"]
+        caller = [q for q in asked if q["queries"] == "caller"]
+        assert len(caller) == 4 and all(q["query"] == written[f"{file}/{q['id']}"] for q in caller), caller
+        assert all("callerword" not in q["query"] for q in asked if q["queries"] == "asked")
+
+    # A question without a caller-written query stops the run, saying which (a partial row would mislead).
+    (tmp_path / "queries" / "beam.jsonl").write_text('{"id": "1:0", "query": "x"}\n', encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), *common, "--sets", "beam", "--queries-dir", str(tmp_path / "queries")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode != 0 and "no caller-written query for beam question 1:1" in proc.stderr, proc.stderr
+
+
+def test_the_committed_caller_queries_cover_every_question() -> None:
+    """bench/queries/ holds one caller-written query for each question of each development set, by the ids
+    the harnesses give them, and nothing else."""
+    data = _locomo_data().parent
+    for needed in ("locomo10.json", "beam_100K", "coding-probe"):
+        require_shared(data / needed)
+    sys.path.insert(0, str(BENCH))
+    try:
+        import beam
+        import caller_queries
+        import locomo
+    finally:
+        sys.path.remove(str(BENCH))
+    conversations = locomo.load_conversations(data / locomo.DATA_FILE, None, None)
+    chats = beam.load_chats(data)
+    probe = json.loads((data / "coding-probe" / "queries.json").read_text(encoding="utf-8"))
+    wanted = {
+        "locomo": {f"{c.index}:{q.index}" for c in conversations for q in c.questions},
+        "beam": {f"{c.number}:{q.index}" for c in chats for q in c.questions},
+        "coding": {q["id"] for q in probe},
+    }
+    assert [len(ids) for ids in wanted.values()] == [1982, 354, 60]
+    for name, ids in wanted.items():
+        found = caller_queries.load(name)
+        assert found is not None and set(found) == ids, name
 
 
 def test_locomo_evidence_normalisation() -> None:
@@ -272,3 +338,20 @@ def test_kept_size_smoke(tmp_path: Path) -> None:
     assert 0 < default["median_bytes"] <= default["p95_bytes"] <= default["max_bytes"] <= default["budget"]
     assert default["same_messages"] == default["sessions"] and tight["same_line_count"] == tight["sessions"]
     assert data["compress_seconds"]["keep_on"] > 0
+
+
+def test_failure_replay_on_the_hand_written_sessions(tmp_path: Path) -> None:
+    """bench/failure_replay.py on the hand-written sessions alone (no shared data needed): the earlier fixes it
+    would inject are the recorded judged set (every verdict found, so precision is printed from them), and the
+    session-start brief stays within its bound."""
+    shared = tmp_path / "shared"
+    (shared / "transcripts").mkdir(parents=True)
+    out = tmp_path / "replay.json"
+    proc = _run("failure_replay.py", "--shared", str(shared), "--hand-written", "--json-out", str(out))
+    data = _load(out)
+    injections = sum(p["injections"] for p in data["projects"])
+    assert injections >= 20 and data["unjudged"] == 0, proc.stdout
+    assert data["precision"] >= 0.9, proc.stdout
+    briefs = [b["chars"] for p in data["projects"] for b in p["briefs"]]
+    assert briefs and max(briefs) <= 1200 and any(briefs)
+    assert "injections" in proc.stdout and "precision" in proc.stdout

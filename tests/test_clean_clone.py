@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, SHARED
+
+# Where the benchmarks read their data (bench/benchlib.data_dir) when nothing moves it.
+BENCH_DATA = Path(os.environ.get("MEMORY_BENCH_DATA") or SHARED / "bench")
 
 CHECKS = (
     " && .venv/bin/mypy && .venv/bin/mypy --config-file tests/mypy.ini"
@@ -131,6 +134,7 @@ def test_tests_that_need_shared_data_skip_without_it(tmp_path: Path) -> None:
     here = Path(__file__).resolve()
     ids = [node for path in sorted((REPO / "tests").glob("test_*.py")) if path != here for node in shared_tests(path)]
     assert len(ids) >= 10, ids
+    moved = {tmp_path / "no-shared-here": SHARED, tmp_path / "no-bench-data-here": BENCH_DATA}
     env = {
         **os.environ,
         "MEMORY_SERVER_SHARED": str(tmp_path / "no-shared-here"),
@@ -151,3 +155,16 @@ def test_tests_that_need_shared_data_skip_without_it(tmp_path: Path) -> None:
     assert reasons, done.stdout[-2000:]
     for line in reasons:
         assert "needs " in line or "absent" in line, line
+        _names_real_data(line, moved)
+
+
+def _names_real_data(reason: str, moved: dict[Path, Path]) -> None:
+    """A skip reason names the path the test needs: one under the folder the data was moved to, and (where the
+    real data is here) one that exists there, not a placeholder."""
+    found = re.search(r"needs (\S+): |: (\S+) is absent", reason)
+    assert found, reason
+    named = Path(found.group(1) or found.group(2))
+    (gone, real) = next(((g, r) for g, r in moved.items() if named.is_relative_to(g)), (None, None))
+    assert gone is not None and real is not None, f"the reason names no data path: {reason}"
+    if real.is_dir():
+        assert (real / named.relative_to(gone)).exists(), f"the reason names a path the data does not have: {reason}"

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -61,6 +62,8 @@ def test_search_says_why_it_found_nothing(root: Path):
     r = run_cli("search", "--exact", "SAVE_CONFIG", "--root", str(root))
     assert r.returncode == 0 and r.stdout == "no hits\n", r.stdout
     assert "not been indexed yet (5 files waiting)" in r.stderr and "memory-server index" in r.stderr, r.stderr
+    # nothing indexes it while no server runs: no "try again in a few seconds", but what to run
+    assert f"run `memory-server index --root {root}`" in r.stderr and "few seconds" not in r.stderr, r.stderr
     r = run_cli("search", "--exact", "SAVE_CONFIG", "--json", "--root", str(root))
     assert "not been indexed yet" in json.loads(r.stdout)["note"]
     assert run_cli("index", "--keyword-only", "--root", str(root)).returncode == 0
@@ -107,6 +110,37 @@ def test_cli_errors_are_one_line_with_exit_2(tmp_path: Path, root: Path):
     assert r.returncode == 2 and "search.max_k: 0 is not allowed" in r.stderr
     assert "greater than or equal to 1" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def _program(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 3\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def test_hints_name_the_program_the_person_ran_unless_path_runs_that_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A hint says "run `memory-server init ...`": written as the path of the program that ran when PATH has no
+    `memory-server`, or another one (mcp-memory-service installs one too); bare when PATH runs this very file."""
+    ran = _program(tmp_path / "home" / "venvs" / "memory server" / "bin" / "memory-server")
+    other = _program(tmp_path / "other-bin" / "memory-server")
+    monkeypatch.setattr(sys, "argv", [str(ran), "search"])
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    typed = shlex.quote(str(ran))  # as a shell takes it: the folder has a space
+    elsewhere = str(tmp_path / "elsewhere")  # a HOME the program is not under
+    cases = [
+        ("/usr/bin:/bin", elsewhere, f"`{typed} init --root {plain}`"),  # not on PATH
+        (f"{other.parent}:/usr/bin", elsewhere, f"`{typed} init --root {plain}`"),  # another one first
+        (f"{other.parent}:/usr/bin", str(tmp_path / "home"), "`~/'venvs/memory server/bin/memory-server' init"),
+        (f"{ran.parent}:{other.parent}", elsewhere, f"`memory-server init --root {plain}`"),  # PATH runs it
+    ]
+    for path, home, hint in cases:
+        done = run_cli("search", "belts", "--root", str(plain), env={"PATH": path, "HOME": home})
+        assert done.returncode == 2 and hint in done.stderr, (path, home, done.stderr)
+    assert not list(plain.iterdir())
 
 
 def test_a_full_disk_is_one_line_and_exit_2(root: Path):
@@ -269,7 +303,8 @@ def test_ctrl_c_during_index_says_what_was_kept(root: Path):
         err,
     )
     assert kept, err[-1500:]
-    assert "Run `memory-server index` again" in err and "Traceback" not in err
+    # the program as this process was started (`python -m memory_server`): this installation's script
+    assert re.search(r"Run `\S*memory-server index` again", err) and "Traceback" not in err, err[-1500:]
     total, cached = int(kept.group(3)), int(kept.group(4).replace(",", ""))
     assert cached >= 64
     again = run_cli("index", "--root", str(root))

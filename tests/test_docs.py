@@ -17,6 +17,7 @@ DOCS = (
     "sessions",
     "evidence",
     "reference",
+    "clients",
     "embeddings",
     "python-api",
 )
@@ -47,6 +48,29 @@ def test_every_reference_document_is_linked_and_every_link_resolves() -> None:
             assert (document.parent / target).exists(), f"{document.name} links {target}, which does not exist"
     contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
     assert "topics/architecture.md" in contributing and ".ci/run" in contributing
+
+
+def test_the_readme_says_how_to_install_claude_before_a_step_needs_it() -> None:
+    """The first command that needs Claude Code's `claude` (`plugin install`, `claude mcp add`, starting
+    `claude`) comes after the line that says how to install it."""
+    text = readme()
+    install = text.find("`npm install -g @anthropic-ai/claude-code`")
+    assert install > 0, "the README does not say how to install the claude CLI"
+    blocks = [(m.start(), m.group(1)) for m in re.finditer(r"^```bash\n(.*?)^```", text, flags=re.M | re.S)]
+    needs = re.compile(r"plugin install|(^|&& )claude\b", flags=re.M)
+    first = min(start for start, block in blocks if needs.search(block))
+    assert install < first, text[first : first + 200]
+
+
+def test_contributing_lists_exactly_the_steps_ci_runs() -> None:
+    """CONTRIBUTING.md's list of checks is .ci/run's command, step by step, in its order: nothing more, nothing
+    less, no flag of its own."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    (command,) = [line for line in ci.splitlines() if line.startswith("npm install ")]
+    steps = command.split(" && ")
+    contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(.*?)^```", contributing, flags=re.M | re.S)
+    assert steps in [block.splitlines() for block in blocks], f"CONTRIBUTING.md does not list .ci/run's steps: {steps}"
 
 
 def test_the_readme_sample_topic_is_a_clean_topic() -> None:

@@ -4,6 +4,7 @@ review (apply / reject / show), real files, real SQLite, real git as the diff or
 from __future__ import annotations
 
 import calendar
+import io
 import json
 import os
 import shutil
@@ -16,12 +17,21 @@ import pytest
 
 from memory_server import Memory
 from memory_server.cli import main as cli_main
+from memory_server.dream.gate import DreamGate
+from memory_server.dream.pack import gather
 from memory_server.dream.patch import Edit, apply_edits, apply_hunks, make_patch, parse_diff
 from memory_server.dream.proposals import list_proposals
 from memory_server.dream.propose import ProposeResult, propose
 from memory_server.dream.recall import RecallLog
-from memory_server.dream.review import apply_proposal, dream_status, reject_proposal, show_proposal
+from memory_server.dream.review import (
+    apply_proposal,
+    dismiss_proposal,
+    dream_status,
+    reject_proposal,
+    show_proposal,
+)
 from memory_server.dream.run import run_dream
+from memory_server.dream.start_hook import session_start
 from memory_server.dream.topics import split_keep
 from memory_server.errors import DreamError, LockedError, NotFoundError, PathRefusedError, StaleProposalError
 from memory_server.files.scaffold import init_root
@@ -656,10 +666,86 @@ def test_a_held_lock_makes_run_exit_with_a_clear_message(root: Path) -> None:
     assert not (root / "dreams").exists() or not list((root / "dreams").iterdir())
 
 
+def start_note(root: Path, clock: float = NOW) -> str:
+    """What the session-start hook tells the agent ("" when no dream is due)."""
+    payload = {"hook_event_name": "SessionStart", "source": "startup", "cwd": str(root)}
+    return session_start(payload, root, clock=lambda: clock)
+
+
+def test_a_dream_run_proposal_a_person_applied_counts_its_sessions_read_and_the_due_note_clears(root: Path) -> None:
+    note = start_note(root)
+    assert "run `/dream`" in note and "This note ends once /dream has read them." in note
+    assert "without an agent, run `memory-server dream run`" in (root / ".dream-pending").read_text()
+    result = run(root)
+    assert result.id and result.hunks, result.message
+    assert "session(s) stay for the agent's /dream" in result.message
+    assert f"apply or reject its changes (`memory-server dream apply {result.id}`)" in result.message
+    assert f"`memory-server dream dismiss {result.id}`" in result.message
+    # only proposed: the sessions stay for the agent's /dream, and the note says what ends it
+    gate = DreamGate(root, clock=lambda: NOW)
+    assert len(gate.unprocessed_sessions()) == len(SESSIONS) and gate.due()[0]
+    note = start_note(root)
+    assert f"or a person applies or dismisses `dream run` proposal {result.id}." in note, note
+    assert f"reviewed the `dream run` proposal {result.id}" in dream_status(root, clock=lambda: NOW)["clears"]
+
+    out = apply_proposal(root, result.id, clock=lambda: NOW + 60)
+    assert sorted(out["reviewed"]) == sorted(rel for rel, _text in SESSIONS)
+    assert gate.unprocessed_sessions() == [] and not gate.due()[0]
+    assert not (root / ".dream-pending").exists()  # cleared at once, not at the next session start
+    assert start_note(root) == ""
+    assert gather(root, clock=lambda: NOW + 60).message.startswith("nothing new")  # the agent's /dream skips them
+    # the review is recorded in the proposal: a state rebuilt from dreams/ agrees
+    (root / ".memory" / "dream-state.json").unlink()
+    assert gate.unprocessed_sessions() == [] and not gate.due()[0]
+    assert gate.load_state()["last_dream"] == NOW + 60
+
+
+def test_a_dream_run_proposal_with_nothing_to_apply_is_dismissed_and_its_sessions_count_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_root(tmp_path)
+    (root / SESSIONS[4][0]).unlink()  # the error no longer repeats: `dream run` proposes nothing
+    r = ["--root", str(root)]
+    assert cli_main(["dream", "run", *r]) == 0
+    out = capsys.readouterr().out
+    pid = out.split()[1].rstrip(":")
+    assert "no change proposed" in out and f"dismiss it (`memory-server dream dismiss {pid}`)" in out, out
+    assert cli_main(["dream", "status", *r]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dream due:") and f"dismissed it (`memory-server dream dismiss {pid}`)" in out, out
+    assert cli_main(["dream", "dismiss", *r]) == 0  # no id: the newest `dream run` waiting for review
+    out = capsys.readouterr().out
+    assert f"`dream run` proposal {pid} is reviewed: its 5 session(s) count as read" in out, out
+    assert cli_main(["dream", "status", *r]) == 0
+    assert capsys.readouterr().out.startswith("dream not due: 0 sessions closed since")
+    assert cli_main(["dream", "dismiss", pid, *r]) == 0
+    assert "was already reviewed; nothing changed" in capsys.readouterr().out
+    assert cli_main(["dream", "dismiss", *r]) == 2
+    assert "no `dream run` proposal waits for review" in capsys.readouterr().err
+
+
+def test_only_a_dream_run_proposal_is_dismissed_and_its_pending_changes_are_not_remembered(root: Path) -> None:
+    agent = dream(root)
+    with pytest.raises(DreamError, match="came from the agent's /dream"):
+        dismiss_proposal(root, agent.id, clock=lambda: NOW)
+    for rel in agent.sessions:  # the agent's pass read them; let `dream run` read them again
+        state = json.loads((root / ".memory" / "dream-state.json").read_text())
+        state["processed"].pop(rel)
+        (root / ".memory" / "dream-state.json").write_text(json.dumps(state))
+    result = run_dream(root, clock=lambda: NOW + 60)
+    assert result.id and result.hunks
+    done = dismiss_proposal(root, clock=lambda: NOW + 120)
+    assert done["id"] == result.id and done["left"] == [1] and not done["already"]
+    assert not DreamGate(root, clock=lambda: NOW + 120).due()[0]
+    assert json.loads((root / "dreams" / result.id / "proposal.json").read_text())["status"] == "dismissed"
+    state = json.loads((root / ".memory" / "dream-state.json").read_text())
+    assert not any(rec["proposal"] == result.id for rec in state["rejected"].values())  # not turned down
+
+
 # -- the commands ----------------------------------------------------------------------------------------
 
 
-def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     r = ["--root", str(root)]
     assert cli_main(["dream", "status", *r]) == 0
     assert "6 sessions" in capsys.readouterr().out
@@ -671,7 +757,10 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str]) -> N
     bad = write_items(root, [*good_items(), BAD["hypothetical adopted"][0]], "bad.json")
     assert cli_main(["dream", "propose", str(bad), *r]) == 1
     assert "refused: item 4: the evidence only asks or supposes" in capsys.readouterr().out
-    assert cli_main(["dream", "propose", str(write_items(root, good_items())), "--keyword-only", *r]) == 0
+    items = write_items(root, good_items()).read_text(encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO(items))  # `-`: the items on stdin, as the skill gives them
+    assert cli_main(["dream", "propose", "-", "--keyword-only", *r]) == 0
+    assert (root / "dreams" / "items.json").read_text(encoding="utf-8") == items  # what was submitted, kept
     out = capsys.readouterr().out
     assert "2 changes in 2 hunks proposed" in out
     pid = out.split()[1].rstrip(":")

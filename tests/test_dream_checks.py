@@ -724,6 +724,8 @@ def test_what_the_persons_own_message_does_to_an_adopted_reading() -> None:
     taken_back = "Switch the email templates to pongo2. Actually no, forget pongo2, stay on html/template."
     assert "takes it back" in str(problem("Switch the email templates to pongo2.", taken_back, "Templates use pongo2."))
     assert problem("Switch the email templates to pongo2.", "Switch the email templates to pongo2.", "x") is None
+    remember = "don't forget to bump the version in pyproject before tagging."
+    assert problem(remember, remember, "Bump the version in pyproject before tagging.") is None  # asks for it
     condition = "if the benchmark shows zstd beats gzip, switch the archive to zstd"
     assert "condition" in str(problem(condition, condition, "The archive is compressed with zstd."))
     assert problem(condition, condition, "If zstd beats gzip in the benchmark, the archive uses zstd.") is None
@@ -734,6 +736,12 @@ def test_what_the_persons_own_message_does_to_an_adopted_reading() -> None:
 
 
 def test_a_statement_with_look_alike_letters_or_struck_text_is_refused(root: Path) -> None:
-    for statement in ("Do n\u043et switch the task runner to make.", "Do ~~not~~ switch the task runner to make."):
+    for statement in (
+        "Do n\u043et switch the task runner to make.",
+        "Do ~~not~~ switch the task runner to make.",
+        "Do \u0274\u1d0f\u1d1b switch the task runner to make.",  # small capitals: NOT to a reader
+        "Do &#x6e;&#x6f;&#x74; switch the task runner to make.",  # character references render as "not"
+        "Do \uff4e\uff4f\uff54 switch the task runner to make.",  # fullwidth letters
+    ):
         result = submit(root, [item(statement, (ref("tooling", "no_make"), "No, don't switch to make."))])
         assert result.id is None and any("retype" in r or "markup" in r for r in result.refusals), result.refusals

@@ -142,6 +142,11 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert "> Where should the generated Mermaid diagram go?\n  > docs/generated/" in pack.text[answer : answer + 300]
     assert "`transcript:2026-02-08-53ea1606:203` 2026-02-08 · commit message" in pack.text
     assert "`topics/code-patterns.md:183` (shares entire/sessions" in pack.text  # topic lines it touches
+    # where a lesson may be: one command failing in several sessions, listed together (a lint failure that
+    # `| head` hid from its exit code among them)
+    repeated = pack.text.split("## Failures seen in more than one session")[1].split("\n## ")[0]
+    assert "### `mise run` failed in 5 sessions" in repeated
+    assert "`transcript:2026-02-08-da15b15f:112`" in repeated and "`transcript:2026-02-08-37a27d31:69`" in repeated
     assert "- `topics/development.md` (Development): Development (:6); Running Tests (:8);" in outline
 
 

@@ -1,10 +1,12 @@
 """`memory-server hook session-start`, as Claude Code runs it: a short line when a dream is due, nothing at all
-otherwise; fast, light, and never a failed session."""
+otherwise (the brief it adds from sessions with content is tested in test_hooks_context.py); fast, light, and
+never a failed session."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -49,13 +51,21 @@ def hook(root: Path, data: dict | str, *args: str):
     return run_cli("hook", "session-start", *args, input=text, env={"MEMORY_ROOT": ""}, timeout=60)
 
 
+def context_of(stdout: str) -> str:
+    """The text a hook's JSON answer adds to the model's context."""
+    answer = json.loads(stdout)
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return str(answer["hookSpecificOutput"]["additionalContext"])
+
+
 def test_due_prints_one_short_line_and_sets_the_flag(tmp_path: Path) -> None:
     root = make_root(tmp_path, sessions=5, hours_since=30)
     done = hook(root, payload(root), "--root", str(root))
     assert done.returncode == 0, done.stderr
-    text = done.stdout
+    assert done.stdout.count("\n") == 1, "one JSON line"
+    text = context_of(done.stdout)
     assert "/dream" in text and "5 session summaries are new" in text and "30 hours ago" in text
-    assert len(text) <= MAX_CONTEXT_CHARS + 1 and text.count("\n") == 1
+    assert len(text) <= MAX_CONTEXT_CHARS and "\n" not in text, "sessions with nothing to brief: the line alone"
     assert (root / ".dream-pending").read_text().startswith("dream due:")
 
 
@@ -89,7 +99,8 @@ def test_fast_and_light(tmp_path: Path, monkeypatch, capsys) -> None:
         started = time.perf_counter()
         assert main(["hook", "session-start", "--root", str(root)]) == 0
         seconds = time.perf_counter() - started
-    assert seconds < 0.25 and "/dream" in capsys.readouterr().out
+    busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))  # a loaded machine's queue is not the hook's work
+    assert seconds < 0.25 * busy and "/dream" in capsys.readouterr().out
     code = (
         "import sys; from memory_server.cli import main; main(['hook', 'session-start', '--root', sys.argv[1]]); "
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"

@@ -36,7 +36,8 @@ async def settled(s) -> dict | None:
     """Status once both indices hold exactly the files on disk."""
     st = await status_of(s)
     sem = st["semantic_index"]
-    ok = st["keyword_index"]["fresh"] and sem["pending_files"] == 0 and sem["vectors"] == st["chunks"]
+    # `vectors` is left out while the vector store is not open yet: not settled, ask again
+    ok = st["keyword_index"]["fresh"] and sem.get("pending_files") == 0 and sem.get("vectors") == st["chunks"]
     return st if ok else None
 
 

@@ -77,6 +77,11 @@ def test_the_wheel_installs_and_runs(installed: Path, tmp_path: Path) -> None:
     run([str(program), "index", "--keyword-only", "--root", str(root)])
     found = run([str(program), "search", "--exact", "E-4242", "--json", "--root", str(root)])
     assert json.loads(found.stdout)["hits"][0]["path"] == "topics/printer.md"
+    # The dream prompt's text is a file of the package (memory_server/prompts/dream.md): the wheel carries it.
+    probe = "from pathlib import Path\nfrom memory_server.prompts.dream import dream_prompt\n"
+    probe += "print(dream_prompt(Path('.'), 5).splitlines()[0])"
+    rendered = run([str(installed / "bin" / "python"), "-c", probe], cwd=tmp_path)
+    assert rendered.stdout.startswith("# Dream: promote what recent sessions established"), rendered.stdout
 
 
 def test_the_wheel_carries_the_plugin_and_its_hooks(installed: Path, tmp_path: Path) -> None:
@@ -86,7 +91,7 @@ def test_the_wheel_carries_the_plugin_and_its_hooks(installed: Path, tmp_path: P
         "p = plugin_source(); print(p); print(len(declared_hooks(p)))\n"
     )
     folder, count = run([str(python), "-c", probe], cwd=tmp_path).stdout.split()
-    assert folder.startswith(str(installed)) and folder.endswith("claude_plugin") and count == "3"
+    assert folder.startswith(str(installed)) and folder.endswith("claude_plugin") and count == "5"
     assert (Path(folder) / "skills" / "dream" / "SKILL.md").is_file() and (
         Path(folder) / "bin" / "memory-server"
     ).is_file()

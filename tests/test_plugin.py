@@ -25,6 +25,7 @@ no retries, so its one model call fails at once.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from memory_server import __version__
 from memory_server.files.root import MemoryRoot
 from memory_server.sessions.compress import compress_transcript
 
@@ -68,7 +70,16 @@ LAUNCHER_EXEC_LINE = "'''exec' python3 \"$0\" \"$@\""  # the launcher's first li
 CLI_TIMEOUT = 180
 HOOK_WAIT_SECONDS = 30.0
 SESSION_ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
-HOOK_EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end", "PreCompact": "pre-compact"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt-submit",
+    "PostToolUseFailure": "post-tool-use-failure",
+    "SessionEnd": "session-end",
+    "PreCompact": "pre-compact",
+}
+# Hooks that only add context: outside a memory root they say nothing at all (they run on every prompt and failure).
+CONTEXT_ONLY = {"UserPromptSubmit", "PostToolUseFailure"}
+FAILED_BUILD = "Exit code 1\n# example.com/printer\nbelt/tension.go:{line}:7: undefined: retensionBelt\n"
 # A real session that reaches no model: its hooks run, its one API call fails at once (no retries).
 NO_MODEL = {"ANTHROPIC_API_KEY": "not-a-key", "CLAUDE_CODE_MAX_RETRIES": "0"}
 SESSION_PROMPT = "Remember that printer error E-4242 means the belt tension is out of range."
@@ -209,6 +220,19 @@ def server_line(output: str, name: str) -> str:
     raise AssertionError(f"`claude mcp list` does not list {name!r}:\n{output}")
 
 
+def list_until_connected(
+    args: list[str], name: str, *, cwd: Path, env: dict[str, str], tries: int = 3
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`claude mcp list` and the line of server `name`, asked again while it says it failed to connect: Claude
+    Code's health check gives a server a few seconds, which a loaded machine's start-up can pass."""
+    for _ in range(tries):
+        result = run(args, cwd=cwd, env=env)
+        line = server_line(result.stdout, name)
+        if "Failed to connect" not in line:
+            break
+    return result, line
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     h = tmp_path / "home"
@@ -343,7 +367,7 @@ def test_every_command_runs_the_launcher_without_a_shell() -> None:
     assert list(mcp) == ["memory"]
     assert mcp["memory"] == {
         "command": "${user_config.python}",
-        "args": ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "serve"],
+        "args": ["${CLAUDE_PLUGIN_ROOT}/bin/memory-server", "serve", "--no-dream-tools"],
     }
 
     hooks = declared_hooks()
@@ -574,9 +598,55 @@ def test_a_moved_installation_says_how_to_fix_it_until_plugin_install_runs_again
     again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
     assert again.returncode == 0, show(again)
     assert record.read_text(encoding="utf-8") == good
-    listed = run([claude_bin, "mcp", "list"], cwd=project, env=env)
-    assert "✔ Connected" in server_line(listed.stdout, PLUGIN_SERVER), show(listed)
+    listed, line = list_until_connected([claude_bin, "mcp", "list"], PLUGIN_SERVER, cwd=project, env=env)
+    assert "✔ Connected" in line, show(listed)
     assert other_program_runs(other_program) == ""
+
+
+def test_plugin_install_again_changes_nothing_and_says_so(
+    any_claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """A second `plugin install` with nothing out of date rewrites nothing and says so, with the version; one
+    with something out of date puts it right and says what it did."""
+    env = user_env(home, any_claude_bin, other_program)
+    first = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert first.returncode == 0 and "done: claude plugin install" in first.stdout, show(first)
+    folder = home / ".local" / "share" / "memory-server" / "claude-plugin"
+    written = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+    again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert again.returncode == 0, show(again)
+    assert again.stdout.startswith(f"already installed, nothing changed: memory-server {__version__}, running "), show(
+        again
+    )
+    assert "done:" not in again.stdout and {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == written
+
+    (folder / "plugin" / RECORD).write_text("{}", encoding="utf-8")  # out of date: the record is gone
+    fixed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+    assert fixed.returncode == 0 and "done: plugin files" in fixed.stdout, show(fixed)
+    assert json.loads((folder / "plugin" / RECORD).read_text(encoding="utf-8"))["python"] == str(installation_python())
+    assert other_program_runs(other_program) == ""
+
+
+def test_plugin_uninstall_leaves_no_empty_folder_behind(
+    claude_bin: str, server_bin: Path, home: Path, tmp_path: Path, other_program: Path
+) -> None:
+    """`plugin uninstall` removes the plugin from Claude Code and its folder, and the data folder that held it
+    once nothing else is in it; a folder still holding something of the person's stays."""
+    env = user_env(home, claude_bin, other_program)
+    data = home / ".local" / "share" / "memory-server"
+    for kept in (None, data / "notes.txt"):
+        installed = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
+        assert installed.returncode == 0, show(installed)
+        if kept is not None:
+            kept.write_text("mine\n", encoding="utf-8")
+        removed = run([str(server_bin), "plugin", "uninstall"], cwd=tmp_path, env=env)
+        assert removed.returncode == 0 and "removed" in removed.stdout, show(removed)
+        listing = run([claude_bin, "plugin", "list"], cwd=tmp_path, env=env)
+        assert listing.returncode == 0 and PLUGIN_ID not in listing.stdout, show(listing)
+        if kept is None:
+            assert not data.exists() and data.parent.is_dir(), sorted(data.rglob("*"))
+        else:
+            assert sorted(data.iterdir()) == [kept], sorted(data.rglob("*"))
 
 
 # -- a folder that is not a memory root -----------------------------------------------------------------
@@ -625,6 +695,9 @@ def test_plugin_in_a_project_that_is_not_a_memory_root_writes_nothing(
                 timeout=60,
             )
             assert done.returncode == 0 and done.stdout == "", show(done)
+            if event in CONTEXT_ONLY:
+                assert done.stderr == "", show(done)
+                continue
             lines = done.stderr.strip().splitlines()
             assert len(lines) == 1 and "not a memory root" in lines[0], show(done)
             assert "memory-server init" in lines[0] and "MEMORY_ROOT" in lines[0], show(done)
@@ -754,13 +827,19 @@ def hook_input(event: str, transcript: Path, cwd: Path) -> str:
         "cwd": str(cwd),
         "hook_event_name": event,
     }
-    payload.update(
-        {
-            "SessionStart": {"source": "startup"},
-            "SessionEnd": {"reason": "exit"},
-            "PreCompact": {"trigger": "auto", "custom_instructions": ""},
-        }[event]
-    )
+    extra: dict[str, dict[str, Any]] = {
+        "SessionStart": {"source": "startup"},
+        "UserPromptSubmit": {"prompt": "Why does the printer report E-4242 after a belt change?"},
+        "PostToolUseFailure": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "go build ./..."},
+            "tool_use_id": "toolu_01",
+            "error": FAILED_BUILD.format(line=88),
+        },
+        "SessionEnd": {"reason": "exit"},
+        "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+    }
+    payload.update(extra[event])
     return json.dumps(payload)
 
 
@@ -887,6 +966,88 @@ def test_session_start_hook_is_quiet_until_a_dream_is_due(
     assert not (project / "src" / ".dream-pending").exists()
 
 
+def context_of(result: subprocess.CompletedProcess[str], event: str) -> str:
+    """What a context hook's JSON answer adds to the model's context ("" when it printed nothing)."""
+    assert result.returncode == 0, show(result)
+    if not result.stdout.strip():
+        return ""
+    answer = json.loads(result.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == event, show(result)
+    return str(answer["additionalContext"])
+
+
+def fixed_build_session(folder: Path) -> Path:
+    """A session in which `go build` failed with an error, an edit fixed it, and the build then passed."""
+    from session_script import Script
+
+    s = Script("7a7a7a7a-4b5a-4978-8695-a4b3c2d1e0f9", dt.datetime(2026, 11, 19, 9, tzinfo=dt.UTC), cwd="/work/project")
+    s.user("Fix the belt tension module build.")
+    s.bash("go build ./...", FAILED_BUILD.format(line=41).removeprefix("Exit code 1\n"), error=True)
+    s.edit("belt/tension.go", "retensionBelt(b)", "belt.Retension(b)")
+    s.bash("go build ./...", "")
+    s.assistant("Fixed: retensionBelt moved to belt.Retension.")
+    return s.save(folder)
+
+
+def test_context_hooks_as_declared(plugin_copy: Path, project: Path, home: Path) -> None:
+    """The plugin's context hooks, run as Claude Code runs them: the brief at session start, the earlier fix of
+    an error met before, and nothing from the per-prompt hook while it is off (the default)."""
+    from memory_server.api import Memory
+
+    transcripts = home / ".claude" / "projects" / "-work-project"
+    compress_transcript(fixed_build_session(transcripts), MemoryRoot(project))
+    with Memory(project, keyword_only=True) as memory:
+        memory.index()
+    first = write_transcript(transcripts)
+
+    result, elapsed, timeout = run_declared_hook("SessionStart", plugin_copy, project, project / "src", first, home)
+    brief = context_of(result, "SessionStart")
+    assert elapsed < timeout and brief.startswith("<memory-brief>"), show(result)
+    assert "belt.Retension" in brief and "sessions/compressed/" in brief
+
+    result, elapsed, timeout = run_declared_hook("PostToolUseFailure", plugin_copy, project, project, first, home)
+    fix = context_of(result, "PostToolUseFailure")
+    assert elapsed < timeout and fix.startswith("<memory-earlier-fix>"), show(result)
+    assert "belt.Retension" in fix and "7a7a7a7a" in fix and len(fix) <= 600
+
+    result, elapsed, timeout = run_declared_hook("UserPromptSubmit", plugin_copy, project, project, first, home)
+    assert elapsed < timeout and context_of(result, "UserPromptSubmit") == "", "per-prompt recall is off by default"
+
+
+def test_a_real_session_receives_the_brief_the_prompt_hits_and_the_earlier_fix(
+    any_claude_bin: str, project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A real Claude Code session (each checked version) with the plugin, against a stand-in for the model's API
+    on a loopback port (tests/fake_anthropic.py): the model calls Bash, the command fails with an error a past
+    session fixed. What Claude Code sends the model holds the brief (SessionStart), the prompt's memory hits
+    (UserPromptSubmit, turned on here), and, after the failed call, the earlier fix (PostToolUseFailure)."""
+    from fake_anthropic import fake_model
+
+    from memory_server.api import Memory
+
+    compress_transcript(fixed_build_session(tmp_path / "transcripts"), MemoryRoot(project))
+    with Memory(project, keyword_only=True) as memory:
+        memory.index()
+    (project / "memory.yaml").write_text("hooks:\n  prompt_recall: true\n  prompt_bar: 0.0\n", encoding="utf-8")
+    plugin = built_plugin(tmp_path)
+    configure_inline(home)
+    failing = "echo 'belt/tension.go:88:7: undefined: retensionBelt' >&2; exit 1"
+    prompt = "The belt tension module build fails again, please fix it"
+    with fake_model(failing) as (model, url):
+        env = base_env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="not-a-key", CLAUDE_CODE_MAX_RETRIES="0")
+        argv = [any_claude_bin, "--plugin-dir", str(plugin), "-p", prompt, "--allowedTools", "Bash"]
+        result = run(argv, cwd=project, env=env)
+        sent = model.sent()
+    assert result.returncode == 0, show(result)
+    called = [i for i, body in enumerate(sent) if "toolu_fake_1" in body and "tool_result" in body]
+    assert len(called) == 1, f"the model's one Bash call came back {len(called)} times\n{show(result)}"
+    before, after = sent[: called[0]], sent[called[0]]
+    assert any("<memory-brief>" in body and "belt.Retension" in body for body in before), "the brief"
+    assert any("<memory-recall>" in body for body in before), "the prompt's memory hits"
+    assert "<memory-earlier-fix>" in after and "belt.Retension" in after and "7a7a7a7a" in after, "the earlier fix"
+    assert "retensionBelt" in after
+
+
 @pytest.mark.parametrize("event", list(HOOK_EVENTS))
 def test_hooks_never_fail_the_session(event: str, plugin_copy: Path, home: Path, tmp_path: Path) -> None:
     """Bad input and a folder that is not a memory root: the hook says so on stderr and exits 0."""
@@ -907,3 +1068,21 @@ def test_hooks_never_fail_the_session(event: str, plugin_copy: Path, home: Path,
         )
         assert result.returncode == 0, show(result)
         assert "Traceback" not in result.stderr, show(result)
+
+
+def test_hints_name_the_plugin_s_launcher_not_a_bare_memory_server(
+    plugin_copy: Path, home: Path, tmp_path: Path
+) -> None:
+    """Run through the plugin's launcher (as the server, the hooks and the /dream skill are), a hint names the
+    launcher by its path: PATH has no `memory-server` here, so a bare one would be "command not found"."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    launcher = plugin_copy / "bin" / "memory-server"
+    env = base_env(home, CLAUDE_PROJECT_DIR=str(plain))
+    env["PATH"] = os.pathsep.join(p for p in ("/usr/bin", "/bin") if not (Path(p) / "memory-server").exists())
+    searched = run([str(launcher_python()), str(launcher), "search", "belts"], cwd=plain, env=env)
+    assert searched.returncode == 2 and f"run `{launcher} init --root {plain}`" in searched.stderr, show(searched)
+    stdin = hook_input("SessionStart", tmp_path / "missing.jsonl", plain)
+    started = run(hook_argv("SessionStart", plugin_copy), cwd=plain, env=env, stdin=stdin)
+    assert started.returncode == 0 and f"run `{launcher} init --root {plain}`" in started.stderr, show(started)
+    assert not list(plain.iterdir())

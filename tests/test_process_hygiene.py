@@ -145,7 +145,13 @@ def test_a_killed_client_leaves_no_server_behind(root: Path, tmp_path: Path) -> 
             os.kill(server_pid, signal.SIGKILL)
 
 
-STOP_SECONDS = 1.0
+STOP_SECONDS = 1.0  # on a machine with a core to spare; scaled by how oversubscribed it is (see stop_limit)
+
+
+def stop_limit() -> float:
+    """A second, times how many runnable processes share each core: on a loaded machine the server's own
+    teardown waits for the CPU, and the promise is about what it does, not about the machine's queue."""
+    return STOP_SECONDS * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -171,7 +177,9 @@ def test_a_stop_signal_ends_serve_within_a_second_cleanly(signum: int, root: Pat
         seconds = time.monotonic() - sent
     finally:
         client.kill()
-    assert seconds < STOP_SECONDS, f"the server took {seconds:.2f}s to stop after {signal.Signals(signum).name}"
+    limit = stop_limit()
+    name = signal.Signals(signum).name
+    assert seconds < limit, f"the server took {seconds:.2f}s (over {limit:.2f}) to stop after {name}"
     assert client.proc.returncode == 0, client.proc.returncode
     assert not [pid for pid in started if alive(pid)]
     log = errlog.read_text()

@@ -138,9 +138,13 @@ def test_one_file_does_not_fill_the_answer(tmp_path: Path):
     write(root, "topics/kafka.md", f"# Kafka\n\n{many}\n")
     write(root, "topics/ops.md", "# Ops\n\nConsumer lag alerts page the on-call when lag exceeds ten thousand.\n")
     m = Memory(root, embedder=FakeEmbedder())
+    m.settings.ranking.same_file_penalty = 0.5  # the per-file quota is off by default (it cost recall)
     m.index()
     hits, _ = m.search_memory("consumer lag", k=5)
     assert "topics/ops.md" in {h.path for h in hits}
+    # the quota counts the hits picked so far, not the k asked for: larger answers start with smaller ones
+    answers = {k: [(h.path, h.start_line) for h in m.search_memory("consumer lag", k=k)[0]] for k in (3, 5, 8, 12)}
+    assert answers[12][:8] == answers[8] and answers[8][:5] == answers[5] and answers[5][:3] == answers[3]
     m.close()
 
 
@@ -252,3 +256,35 @@ def test_a_status_badge_does_not_answer_for_its_file(printer_memory: Memory):
     hits, _ = printer_memory.search_memory("what firmware does the 3D printer run?", k=3)
     assert "Klipper" in hits[0].text, [h.text for h in hits]
     assert "Status" not in hits[0].text
+
+
+PREFIX_QUESTIONS = [
+    "how do several servers share one index safely?",
+    "what was decided about ranking",
+    "why don't we download the model when the program runs?",
+    "how are the tests run, and which parts are real?",
+    "what happens when the keyword index is damaged?",
+    "how are secrets kept out of summaries?",
+    "hooks",
+    "dream proposal review",
+]
+
+
+def test_an_answer_for_fewer_hits_is_the_start_of_one_for_more(minilm: MiniLMEmbedder):
+    """On this repository's own memory, with the real model: the answers for k = 5, 10 and 20 are prefixes of
+    each other (candidate pools and diversity do not depend on k)."""
+    repo = Path(__file__).resolve().parents[1]
+    m = Memory(repo, embedder=minilm)
+    try:
+        m.index()
+        for question in PREFIX_QUESTIONS:
+            answers = {
+                k: [(h.path, h.start_line, h.end_line) for h in m.search_memory(question, k)[0]] for k in (5, 10, 20)
+            }
+            assert len(answers[20]) == 20, question
+            assert answers[20][:10] == answers[10], question
+            assert answers[10][:5] == answers[5], question
+            scores = {k: [h.score for h in m.search_memory(question, k)[0]] for k in (5, 20)}
+            assert scores[20][:5] == scores[5], question
+    finally:
+        m.close()

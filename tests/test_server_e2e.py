@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import time
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp_client import connect, error_text, payload
+from filelock import FileLock
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_client import connect, error_text, payload, wait_until_indexed
 
-EXPECTED_TOOLS = {"search_memory", "search_exact", "read_memory", "list_topics", "memory_status"}
+from memory_server import __version__
+
+SEARCH_TOOLS = {"search_memory", "search_exact", "read_memory", "list_topics", "memory_status"}
+DREAM_TOOLS = {"dream_gather", "dream_propose", "dream_record", "dream_verdicts"}  # for clients without a shell
+EXPECTED_TOOLS = SEARCH_TOOLS | DREAM_TOOLS
 
 
 async def wait_indexed(session, timeout: float = 60.0) -> dict:
@@ -31,7 +40,8 @@ def test_every_tool_over_stdio(root: Path):
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert set(tools) == EXPECTED_TOOLS
             for t in tools.values():
-                assert t.annotations is not None and t.annotations.read_only_hint is True
+                assert t.annotations is not None and t.annotations.destructive_hint is False
+                assert bool(t.annotations.read_only_hint) is (t.name in SEARCH_TOOLS | {"dream_record"}), t.name
                 assert t.description and len(t.description) > 80  # written for the model that reads it
             status = await wait_indexed(s)
             assert status["files_by_layer"] == {"topic": 4, "session": 1}
@@ -105,6 +115,10 @@ async def every_tool_refuses(session, *needles: str) -> None:
         "read_memory": {"path": "MEMORY.md"},
         "list_topics": {},
         "memory_status": {},
+        "dream_gather": {},
+        "dream_propose": {"items": []},
+        "dream_record": {"ref": "transcript:x:1"},
+        "dream_verdicts": {"proposal_id": "x", "verdicts": []},
     }
     tools = {t.name for t in (await session.list_tools()).tools}
     assert tools == EXPECTED_TOOLS
@@ -125,6 +139,32 @@ def test_a_folder_that_is_not_a_memory_root_is_refused_and_left_alone(tmp_path: 
 
     anyio.run(main)
     assert sorted(p.name for p in plain.iterdir()) == ["notes.md"], "nothing may be written outside a memory root"
+
+
+def test_the_server_gives_its_version_and_names_the_program_that_serves_in_its_hints(tmp_path: Path):
+    """serverInfo.version is the package's version. Started by its path with no `memory-server` on PATH (as
+    `claude mcp add ... "$PWD/.venv/bin/memory-server" serve` starts it), a tool's error names that path in
+    its hint: a bare `memory-server` would not run."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    script = Path(sys.executable).parent / "memory-server"
+    assert script.is_file(), "the package's `memory-server` script is installed beside this Python"
+    path = os.pathsep.join(p for p in ("/usr/bin", "/bin") if not (Path(p) / "memory-server").exists())
+    params = StdioServerParameters(
+        command=str(script),
+        args=["serve", "--root", str(plain)],
+        env={"PATH": path, "HOME": str(tmp_path), "MEMORY_SERVER_CONFIG": os.devnull},
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            info = (await s.initialize()).server_info
+            assert (info.name, info.version) == ("memory", __version__)
+            message = error_text(await s.call_tool("search_exact", {"query": "belt"}))
+            assert f"run `{script} init --root {plain}`" in message, message
+            assert "`memory-server init" not in message
+
+    anyio.run(main)
 
 
 def test_a_missing_root_is_a_tool_error_and_a_log_line(tmp_path: Path):
@@ -223,15 +263,23 @@ def test_tools_publish_output_schemas_and_short_descriptions(root: Path):
                 schema = t.output_schema
                 assert schema and schema.get("properties"), f"{t.name} publishes no output schema"
                 assert schema.get("additionalProperties") is not True or len(schema["properties"]) > 2
-                assert t.description and "\n" not in t.description and len(t.description) <= 300, t.description
+                # search_memory's asks for the query in the notes' words, with an example: longer, still one line
+                limit = 450 if t.name == "search_memory" else 300
+                assert t.description and "\n" not in t.description and len(t.description) <= limit, t.description
             search = next(t for t in tools if t.name == "search_memory").output_schema
             assert search is not None
             hit = search["$defs"]["SearchHit"]["properties"]
             assert {"path", "start_line", "end_line", "layer", "date", "score", "text"} <= set(hit)
+
             # What the model reads of the tools (name, description, input schema) stays small: no derived
-            # titles, no "or null" on optional fields (3,688 characters before they were written this way).
-            seen = json.dumps([[t.name, t.description, t.input_schema] for t in tools], separators=(",", ":"))
-            assert len(seen) <= 2500, len(seen)
+            # titles, no "or null" on optional fields (3,688 characters before they were written this way); the
+            # dream tools, for clients without a shell, add at most 1,400 (the Claude Code plugin leaves them out).
+            def seen(names: set[str]) -> int:
+                read = [[t.name, t.description, t.input_schema] for t in tools if t.name in names]
+                return len(json.dumps(read, separators=(",", ":")))
+
+            assert seen(SEARCH_TOOLS) <= 2500, seen(SEARCH_TOOLS)
+            assert seen(DREAM_TOOLS) <= 1400, seen(DREAM_TOOLS)
             published = json.dumps([[t.input_schema, t.output_schema] for t in tools])
             assert not re.search(r'"title": "', published), "derived titles"  # a property named title stays
             assert '{"type": "null"}' not in published, "optional fields are written as their type alone"
@@ -279,10 +327,27 @@ def test_a_search_on_a_never_indexed_root_says_why_it_found_nothing(root: Path):
         assert memory.search_exact("SAVE_CONFIG") == []
         note = memory.search_note("keyword", found=False, semantic=False)
         assert note is not None and "not been indexed yet (5 files waiting)" in note, note
-        assert f"memory-server index --root {root}" in note
+        assert f"memory-server index --root {root}" in note and "few seconds" not in note  # no server indexes it
         memory.index()
         assert memory.search_exact("SAVE_CONFIG")
         assert memory.search_note("keyword", found=True, semantic=False) is None
+    finally:
+        memory.close()
+
+
+def test_a_server_s_search_before_its_first_pass_says_indexing_has_started(root: Path):
+    """With the memory's own worker running (the server's), the index is on its way: ask again shortly."""
+    from memory_server import Memory
+    from memory_server.files.locks import INDEX_LOCK
+
+    (root / ".memory").mkdir(exist_ok=True)
+    memory = Memory(root, keyword_only=True)
+    try:
+        with FileLock(str(root / ".memory" / INDEX_LOCK)):  # another writer: the worker's first pass waits
+            memory.background(watch=False).start()
+            note = memory.search_note("keyword", found=False, semantic=False)
+        assert note is not None and "not been indexed yet" in note, note
+        assert "indexing has started in the background; ask again in a few seconds" in note, note
     finally:
         memory.close()
 
@@ -305,13 +370,40 @@ def test_a_search_during_the_first_keyword_pass_says_how_far_it_got(tmp_path: Pa
 
     try:
         memory.index(progress=during)
-        assert notes == [f"indexing: {n} of 403 files done; keyword results only, so far" for n in range(403)]
+        assert notes == [
+            f"indexing: {403 - n} of 403 files not read yet; keyword results only, so far" for n in range(403)
+        ]
         assert memory.search_note("keyword", found=True, semantic=False) is None, "finished: no note"
         notes.clear()
         memory.index(verify=True, progress=during)  # a later pass over an index already full: nothing to say
         assert notes and set(notes) == {None}
     finally:
         memory.close()
+
+
+def test_a_search_while_vectors_fill_says_so_and_how_many_files_wait(tmp_path: Path):
+    """Over MCP with the real model, on a never-indexed root of 640 passages: the first search answers while the
+    vector store is still filling (or before it has any vector), and its answer says so: mode `partial` (or
+    `keyword`), and a note with how many files wait. Once every file has its vectors: `hybrid`, no note."""
+    from memory_server.files.scaffold import init_root
+
+    root = tmp_path / "big"
+    init_root(root)
+    for i in range(80):
+        paragraphs = "\n\n".join(f"Widget {i}.{j} was calibrated to {i * 10 + j} units on bench {j}." for j in range(8))
+        (root / "topics" / f"widget{i:02d}.md").write_text(f"# Widget {i}\n\n{paragraphs}\n", encoding="utf-8")
+
+    async def main() -> None:
+        async with connect(root) as s:
+            got = payload(await s.call_tool("search_memory", {"query": "how was widget 7 calibrated?"}))
+            assert got["mode"] in ("partial", "keyword"), got
+            waiting = re.match(r"indexing: (\d+) of (\d+) files wait for their vectors", got.get("note", ""))
+            assert waiting and 0 < int(waiting[1]) <= int(waiting[2]) == 82, got.get("note")  # with MEMORY.md, lessons
+            await wait_until_indexed(s, semantic=True)
+            got = payload(await s.call_tool("search_memory", {"query": "how was widget 7 calibrated?"}))
+            assert got["mode"] == "hybrid" and "note" not in got, got
+
+    anyio.run(main)
 
 
 RANKING_QUERIES = [

@@ -16,7 +16,7 @@ from mcp import Client
 
 from memory_server import Memory
 from memory_server.files.scaffold import init_root
-from memory_server.server import TOOLS, MemoryGate, build_server, server_for
+from memory_server.server import DREAM_TOOLS, TOOLS, MemoryGate, build_server, server_for
 from memory_server.testing import FakeEmbedder
 
 PACKAGE = Path(__file__).resolve().parents[1] / "memory_server"
@@ -77,11 +77,31 @@ def test_the_tools_are_typed_functions_described_by_their_docstrings(root: Path)
             return {t.name: t.description or "" for t in (await client.list_tools()).tools}
 
     listed = anyio.run(main)
-    assert listed == {fn.__name__: " ".join((inspect.getdoc(fn) or "").split()) for fn in TOOLS}
-    for fn in TOOLS:
+    assert listed == {fn.__name__: " ".join((inspect.getdoc(fn) or "").split()) for fn in (*TOOLS, *DREAM_TOOLS)}
+    for fn in (*TOOLS, *DREAM_TOOLS):
         hints = inspect.signature(fn).parameters
         assert "ctx" in hints and all(p.annotation is not inspect.Parameter.empty for p in hints.values())
         assert "CallToolResult" in str(inspect.signature(fn).return_annotation)
+
+
+def test_search_memory_publishes_the_description_the_caller_queries_were_written_from(root: Path) -> None:
+    """The benchmark's caller-written queries (bench/queries/) were written from one description of
+    search_memory, quoted in their README: the server publishes that text, so a change to it fails here
+    (and the queries must then be written again from the new text)."""
+
+    async def main() -> dict[str, tuple[str, dict[str, object]]]:
+        async with Client(build_server(Memory(root, keyword_only=True), background=False)) as client:
+            return {t.name: (t.description or "", t.input_schema) for t in (await client.list_tools()).tools}
+
+    description, schema = anyio.run(main)["search_memory"]
+    readme = (Path(__file__).resolve().parents[1] / "bench" / "queries" / "README.md").read_text(encoding="utf-8")
+    quoted = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    body, parameters = quoted.split("\n\n", 1)[1].split("\nParameters:\n", 1)
+    assert description == " ".join(body.split())
+    assert "- query (string): the question, in the notes' words as above" in parameters
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    assert properties["query"]["description"] == "the question, in the notes' words as above"
 
 
 def _private_reaches(path: Path) -> list[str]:

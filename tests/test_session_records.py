@@ -179,6 +179,38 @@ def test_a_go_fail_line_is_chosen_over_run_lines(tmp_path: Path) -> None:
     assert 'passed at line 6 after: `parse.go`: `if len(s) < 0 {` -> `if s == "" {`' in errors
 
 
+def test_a_failure_a_pager_hid_is_recorded(tmp_path: Path) -> None:
+    """`lint | head` exits with head's 0: the failure is read from the output (for a command that does work),
+    and the same command passes only when its output shows no error."""
+    lint = "mise run lint 2>&1 | head -30"
+    failing = (
+        "[lint] $ golangci-lint run ./...\n"
+        "strategy/auto_commit.go:1: : # github.com/x/app/strategy [github.com/x/app/strategy.test]\n"
+        "strategy/phase_test.go:24:68: not enough arguments in call to s.InitializeSession\n"
+    )
+    s = Session().user("fix the merge")
+    s.bash("cat build.log | head -5", "main.go:3:1: undefined: Foo")  # an old log looked at: no failure
+    s.bash(lint, failing)
+    s.tool(
+        "Edit",
+        {"file_path": "/work/app/strategy/phase_test.go", "old_string": "(a, b)", "new_string": "(a, b, c)"},
+        "ok",
+    )
+    s.bash(lint, failing)  # still failing: not the fix
+    s.tool(
+        "Edit",
+        {"file_path": "/work/app/strategy/phase_test.go", "old_string": "(d, e)", "new_string": "(d, e, f)"},
+        "ok",
+    )
+    s.bash(lint, "[lint] $ golangci-lint run ./...\n0 issues.")
+    path = s.write(tmp_path / "s.jsonl")
+
+    first, second = read_session_events(path).failures
+    assert first.error == "strategy/phase_test.go:24:68: not enough arguments in call to s.InitializeSession"
+    assert (first.line, first.fixed_line) == (4, 12) and (second.line, second.fixed_line) == (8, 12)
+    assert "not enough arguments" in section(record(path), "Errors and fixes")
+
+
 def test_error_lines_prefer_the_informative_line() -> None:
     lint = "Exit code 1\n[lint] $ golangci-lint run ./...\n[lint] ERROR task failed\n\nx/y.go:12:3: undefined: foo\n"
     assert error_line(lint) == "x/y.go:12:3: undefined: foo"

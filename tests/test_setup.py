@@ -147,7 +147,8 @@ def test_hooks_install_writes_the_plugins_hooks_and_running_it_again_changes_not
 
     done = run_cli("hooks", "install", "--scope", "user", "--root", str(root), env=env)  # type: ignore[arg-type]
     assert done.returncode == 0, done
-    assert f"added the SessionStart, SessionEnd, PreCompact hooks to {settings} (memory root {root})" in done.stdout
+    events = "SessionStart, UserPromptSubmit, PostToolUseFailure, SessionEnd, PreCompact"
+    assert f"added the {events} hooks to {settings} (memory root {root})" in done.stdout
     data = settings_of(settings)
     assert data["model"] == "opus" and mine in our_hooks(data)["SessionStart"], "other settings and hooks stay"
     program = program_words()
@@ -166,7 +167,7 @@ def test_hooks_install_writes_the_plugins_hooks_and_running_it_again_changes_not
     assert "nothing changed" in again.stdout and settings.read_bytes() == before
 
     removed = run_cli("hooks", "uninstall", "--scope", "user", env=env)  # type: ignore[arg-type]
-    assert removed.returncode == 0 and "removed the SessionStart, SessionEnd, PreCompact hooks" in removed.stdout
+    assert removed.returncode == 0 and f"removed the {events} hooks" in removed.stdout
     assert settings_of(settings) == {"model": "opus", "hooks": {"SessionStart": [{"hooks": [mine]}]}}
     again = run_cli("hooks", "uninstall", "--scope", "user", env=env)  # type: ignore[arg-type]
     assert "nothing changed" in again.stdout
@@ -228,3 +229,4 @@ def test_plugin_install_without_claude_says_what_to_do(tmp_path: Path) -> None:
     empty.mkdir()
     done = run_cli("plugin", "install", env={"PATH": str(empty), "HOME": str(tmp_path / "home")})
     assert done.returncode == 2 and "`claude` is not on PATH" in done.stderr and "--claude PATH" in done.stderr
+    assert "`npm install -g @anthropic-ai/claude-code`" in done.stderr, done.stderr  # how to get it

@@ -21,7 +21,8 @@ def find_claude(given: str | None) -> str:
     found = shutil.which("claude")
     if not found:
         raise SetupError(
-            "Claude Code's `claude` is not on PATH: install Claude Code, or give its path with --claude PATH"
+            "Claude Code's `claude` is not on PATH: install Claude Code (`npm install -g @anthropic-ai/claude-code`, "
+            "which needs Node.js 22 or newer), or give its path with --claude PATH"
         )
     return found
 

@@ -19,11 +19,13 @@ rewrites the folder and the option; Claude Code loads a folder marketplace in pl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from memory_server import __version__
@@ -98,34 +100,60 @@ def build_marketplace(folder: Path, source: Path, python: Path, installation: Pa
     market.write_text(json.dumps(marketplace_manifest(manifest(source)), indent=2) + "\n", encoding="utf-8")
 
 
-def replace_folder(target: Path, source: Path, python: Path, installation: Path) -> None:
-    """Build the new folder beside the old one, then swap them, so a failed copy leaves the old plugin."""
+def _tree(folder: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file under `folder`: relative path -> (content, executable), for comparing two builds."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes(), os.access(p, os.X_OK))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def replace_folder(target: Path, source: Path, python: Path, installation: Path) -> bool:
+    """Build the new folder beside the old one, then swap them, so a failed copy leaves the old plugin.
+    Returns whether anything changed (a folder identical to the new build is left as it is)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fresh = target.with_name(f".{target.name}.new-{os.getpid()}")
     stale = target.with_name(f".{target.name}.old-{os.getpid()}")
     shutil.rmtree(fresh, ignore_errors=True)
     try:
         build_marketplace(fresh, source, python, installation)
+        if target.is_dir() and _tree(target) == _tree(fresh):
+            return False
         if target.exists():
             target.rename(stale)
         fresh.rename(target)
+        return True
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def install_plugin(claude: str) -> list[str]:
-    """Install (or refresh) the plugin for this installation; return what was done, one line each."""
+@dataclass(frozen=True)
+class PluginInstall:
+    """What `plugin install` did: one line per step, and whether anything changed."""
+
+    lines: list[str]
+    changed: bool
+
+
+def install_plugin(claude: str) -> PluginInstall:
+    """Install (or refresh) the plugin for this installation. Claude Code's commands run every time (they
+    change nothing when all is in place); it reports "nothing changed" when the plugin files were already
+    these and Claude Code says the plugin was already installed."""
     target, python, installation = marketplace_dir(), launcher_python(), installation_python()
     if not python.is_file():
         raise SetupError(f"this installation's base Python {python} does not exist; reinstall memory-server")
-    replace_folder(target, plugin_source(), python, installation)
-    done = [f"plugin files: {target} (they run {installation}, memory-server {__version__})"]
+    files_changed = replace_folder(target, plugin_source(), python, installation)
+    what = f"memory-server {__version__}, running {installation}"
+    done = [f"plugin files: {target} ({what})" if files_changed else f"plugin files: {target} already up to date"]
     run_claude(claude, "plugin", "marketplace", "add", str(target))
     done.append(f"claude plugin marketplace add {target}")
-    run_claude(claude, "plugin", "install", PLUGIN_ID, "--scope", "user", "--config", f"python={python}")
+    said = run_claude(claude, "plugin", "install", PLUGIN_ID, "--scope", "user", "--config", f"python={python}")
     done.append(f"claude plugin install {PLUGIN_ID} --scope user --config python={python}")
-    return done
+    if not files_changed and "already installed" in said:
+        return PluginInstall([f"already installed, nothing changed: {what}, in {target}"], changed=False)
+    return PluginInstall(done, changed=True)
 
 
 def uninstall_plugin(claude: str) -> list[str]:
@@ -144,4 +172,7 @@ def uninstall_plugin(claude: str) -> list[str]:
     if target.exists():
         shutil.rmtree(target)
         done.append(f"removed {target}")
+    with contextlib.suppress(OSError):  # the data folder too, when nothing else is left in it
+        target.parent.rmdir()
+        done.append(f"removed {target.parent} (empty)")
     return done

@@ -27,7 +27,10 @@ from memory_server.errors import SetupError
 from memory_server.files.writing import atomic_write
 
 # A hook this module wrote: memory-server (by path, or `-m memory_server`), then `hook <event>`.
-OURS = re.compile(r"(?:memory-server(?:\.exe)?|-m memory_server) hook (?:session-start|session-end|pre-compact)\b")
+OURS = re.compile(
+    r"(?:memory-server(?:\.exe)?|-m memory_server) hook "
+    r"(?:session-start|session-end|pre-compact|post-tool-use-failure|user-prompt-submit)\b"
+)
 
 
 @dataclass(frozen=True)

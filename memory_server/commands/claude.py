@@ -47,7 +47,11 @@ def plugin_install(claude_path: str | None) -> None:
     from memory_server.claude_code.plugin_install import install_plugin
 
     claude = find_claude(claude_path)
-    for line in install_plugin(claude):
+    result = install_plugin(claude)
+    if not result.changed:
+        click.echo(result.lines[0])
+        return
+    for line in result.lines:
         click.echo(f"done: {line}")
     from memory_server.claude_code.settings_hooks import program_words
 

@@ -3,7 +3,8 @@
 The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
 variable, else CLAUDE_PROJECT_DIR (Claude Code sets it for the servers, hooks and commands it starts: the
 project), else the current folder. The root is resolved here, in Python, never by a shell's syntax.
-Errors end the command with one line on stderr saying what to do, and exit status 2: every
+Errors end the command with one line on stderr saying what to do (a command it names is written as the
+program the person ran: commands/program.py), and exit status 2: every
 MemoryServerError, an OSError (a full disk, a read-only file system, a permission), a SQLite error and a
 usage error alike; anything else too (a bug, a panic in a native library), with its traceback only under
 -v. No command prints a traceback otherwise. A reader that closes the pipe early (`| head`) ends it quietly.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from memory_server.commands.program import with_program
 from memory_server.errors import MemoryServerError
 
 if TYPE_CHECKING:
@@ -222,7 +224,7 @@ def exit_status(exc: BaseException, prog_name: str) -> int:
     said = _known_failure(exc)
     if said is None:
         return _unexpected(prog_name, exc)
-    click.echo(f"{prog_name}: {said}", err=True)
+    click.echo(f"{prog_name}: {with_program(said)}", err=True)
     return ERROR_STATUS
 
 

@@ -1,4 +1,5 @@
-"""`memory-server dream status | gather | propose | run | show | apply | reject`: the command-line side of /dream.
+"""`memory-server dream status | gather | propose | run | show | apply | reject | dismiss`: the command-line
+side of /dream.
 
 A new sub-command is one more `@dream.command(...)` function here (or `dream.add_command(cmd)` from its
 own module), with `@common_options` so it takes --root like the others.
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
+from memory_server.commands.program import with_program
 from memory_server.errors import RootError
 from memory_server.files.root import is_memory_root, not_set_up_message
 
@@ -72,7 +74,8 @@ hunks_option = click.option("--hunks", metavar="N,M", callback=_numbers, help="o
     "ITEMS.json: verify the agent's items against it and render the proposal; run: a pass without an agent "
     "(repeated errors, knowledge gaps, stale topics); show [ID]: the proposal and its report; apply [ID] "
     "[--changes N,M]: apply it (all or nothing); reject [ID] [--changes N,M]: reject it (remembered, not proposed "
-    "again). ID defaults to the newest proposal with hunks to review.",
+    "again); dismiss [ID]: set a `dream run` proposal aside, its sessions read. ID defaults to the newest proposal "
+    "with hunks to review.",
     short_help="the /dream consolidation pass and its review",
 )
 @common_options
@@ -90,6 +93,8 @@ def status(as_json: bool) -> None:
         echo_json(info)
         return
     click.echo(info["reason"])
+    if info["due"]:
+        click.echo(with_program(info["clears"]))
     click.echo(
         f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
         f"last dream: {info['last_dream_utc']}"
@@ -154,24 +159,12 @@ def propose(
         return
     if not items_file:
         raise click.UsageError("give the items file: memory-server dream propose ITEMS.json")
-    if items_file == "-":
-        items_file = str(_items_from_stdin())
     with dream_memory(keyword_only=keyword_only) as memory:
-        result = memory.dream.propose(items_file, drop_refused=drop_refused, redo=redo)
+        path = memory.dream.keep_items(sys.stdin.read()) if items_file == "-" else items_file
+        result = memory.dream.propose(path, drop_refused=drop_refused, redo=redo)
     _print_result(result, as_json)
     if result.refusals and result.id is None:
         raise click.exceptions.Exit(1)  # refused: the agent fixes its items and runs it again
-
-
-def _items_from_stdin() -> Path:
-    """The items given on stdin, kept as dreams/items.json (what was submitted stays readable)."""
-    from memory_server.files.root import MemoryRoot
-    from memory_server.files.writing import atomic_write
-
-    path = MemoryRoot(dream_root()).dreams_dir / "items.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, sys.stdin.read())
-    return path
 
 
 def _print_result(result: ProposeResult, as_json: bool) -> None:
@@ -191,7 +184,7 @@ def _print_result(result: ProposeResult, as_json: bool) -> None:
             }
         )
         return
-    click.echo(result.message)
+    click.echo(with_program(result.message))
     for note in result.notes:
         click.echo(f"  note: {note}")
     for refusal in result.refusals:
@@ -268,6 +261,15 @@ def _review(
         click.echo(
             f"rejected change(s) {done} of {result['id']}; neither they nor items close to them are proposed again"
         )
+    if result["reviewed"]:
+        click.echo(_reviewed_line(result["id"], len(result["reviewed"])))
+
+
+def _reviewed_line(proposal_id: str, sessions: int) -> str:
+    return (
+        f"`dream run` proposal {proposal_id} is reviewed: its {sessions} session(s) count as read (the agent's /dream "
+        "skips them, and the dream-due note clears unless newer sessions keep it due)"
+    )
 
 
 @dream.command(
@@ -297,6 +299,30 @@ def apply(proposal_id: str | None, changes: list[int] | None, hunks: list[int] |
 @common_options
 def reject(proposal_id: str | None, changes: list[int] | None, hunks: list[int] | None, as_json: bool) -> None:
     _review("reject", proposal_id, changes, hunks, as_json)
+
+
+@dream.command(
+    help="Set a `dream run` proposal aside (default: the newest over sessions no dream has processed): its "
+    "sessions count as read, as when every change of it is applied or rejected, so the agent's /dream skips "
+    "them and the dream-due note clears. Changes it still proposes stay unapplied, and are not remembered as "
+    "rejected. (A `dream run` that is only proposed leaves its sessions for the agent's /dream.)"
+)
+@click.argument("proposal_id", metavar="[ID]", required=False)
+@json_option
+@common_options
+def dismiss(proposal_id: str | None, as_json: bool) -> None:
+    with dream_memory(lenient=True) as memory:
+        result = memory.dream.dismiss(proposal_id)
+    if as_json:
+        echo_json(result)
+        return
+    if result["already"]:
+        click.echo(f"`dream run` proposal {result['id']} was already reviewed; nothing changed")
+        return
+    click.echo(_reviewed_line(result["id"], len(result["reviewed"])))
+    if result["left"]:
+        left = ", ".join(map(str, result["left"]))
+        click.echo(f"change(s) {left} stay unapplied (not remembered as rejected: a later pass may propose them)")
 
 
 @dream.command(

@@ -4,7 +4,9 @@
         memory.dream.status()                     # due or not, and why
         memory.dream.gather()                     # the evidence pack (dreams/evidence.md)
         memory.dream.propose("items.json")        # verify the agent's items, render the proposal
+        memory.dream.propose(memory.dream.keep_items(text))  # items given as text (stdin, an MCP tool)
         memory.dream.apply(changes=[1, 3])        # apply the newest proposal's changes 1 and 3
+        memory.dream.dismiss()                    # set the newest `dream run` proposal aside, its sessions read
 
 Each call uses the memory's root and its settings as they are now (the server follows memory.yaml edits);
 `propose` places items given without a section by meaning too, when the memory has an embedding model.
@@ -18,8 +20,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory_server.dream.records import DreamStatusReport, ProposalView, ReviewResult, VerdictsResult
+from memory_server.dream.records import (
+    DismissResult,
+    DreamStatusReport,
+    ProposalView,
+    ReviewResult,
+    VerdictsResult,
+)
+from memory_server.errors import DreamError
 from memory_server.files.root import MemoryRoot
+from memory_server.files.writing import atomic_write
 from memory_server.settings import Settings
 
 if TYPE_CHECKING:
@@ -28,6 +38,7 @@ if TYPE_CHECKING:
     from memory_server.index.embedder import Embedder
 
 Clock = Callable[[], float]
+ITEMS_FILE = "items.json"  # items given as text, kept under dreams/
 
 
 class Dreams:
@@ -79,6 +90,20 @@ class Dreams:
             settings=self._settings(),
         )
 
+    def keep_items(self, text: str) -> Path:
+        """Items given as text rather than a file (on stdin, or to the MCP tool), kept as dreams/items.json for
+        `propose` to read: what was submitted stays readable next to the proposals."""
+        path = self.root.dreams_dir / ITEMS_FILE
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+        except OSError as exc:
+            raise DreamError(
+                f"cannot keep the items in {path} ({exc.strerror}): a dream writes under dreams/, so the memory "
+                "root must be writable; run it where it is"
+            ) from exc
+        return path
+
     def run(self, *, redo: str | None = None) -> ProposeResult:
         """A pass without an agent: repeated errors with their fix, knowledge gaps, stale topics."""
         from memory_server.dream.run import run_dream
@@ -118,6 +143,12 @@ class Dreams:
         return reject_proposal(
             self.root, proposal_id, hunks, changes=changes, clock=self.clock, settings=self._settings()
         )
+
+    def dismiss(self, proposal_id: str | None = None) -> DismissResult:
+        """Set a `dream run` proposal aside: its sessions count as read, as after applying it (the due note clears)."""
+        from memory_server.dream.review import dismiss_proposal
+
+        return dismiss_proposal(self.root, proposal_id, clock=self.clock, settings=self._settings())
 
     def verdicts(self, verdicts: object, proposal_id: str | None = None) -> VerdictsResult:
         """Record a second reader's verdicts ({"verdicts": [{"change", "verdict", "reason"}]}) on a proposal."""

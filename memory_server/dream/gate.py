@@ -16,6 +16,11 @@ State lives in `.memory/dream-state.json` (written atomically, only while the dr
 `held`: verified items a proposal could not take (over `dream.max_changes` changes, or overlapping another
 item's lines). The next `dream gather` lists them first; `dream status` counts them.
 
+`run_read`: the sessions `dream run` (no agent) read. Proposing alone leaves them unprocessed, for the agent's
+/dream; once a person has reviewed a `dream run` proposal (every change applied or rejected, or `dream
+dismiss`), its sessions join `processed` and the review counts as the last dream (review.count_reviewed; the
+proposal records `reviewed_at`). `how_to_clear` says which of these ends a due dream.
+
 Deleting `.memory/` loses little: when the state file is missing it is rebuilt from the proposals under
 `dreams/*/proposal.json` (which sessions each processed, when, and which hunks were applied or rejected).
 
@@ -106,11 +111,7 @@ class DreamGate:
             except (OSError, ValueError):
                 continue
             created = float(meta.get("created") or 0)
-            if meta.get("origin") != "run":
-                state["last_dream"] = max(state["last_dream"] or 0.0, created) or None
-            read = state["run_read"] if meta.get("origin") == "run" else state["processed"]  # `dream run`: unread
-            for rel in meta.get("sessions", []):
-                read[rel] = {"dream": meta.get("id"), "at": created}
+            _sessions_read(state, meta, created)
             for hunk in meta.get("hunks", []):
                 status = hunk.get("status")
                 bucket = (
@@ -165,6 +166,27 @@ class DreamGate:
         state["last_dream"] = self.clock() if when is None else float(when)
         self.save_state(state)
 
+    def runs_to_review(self, state: DreamState | None = None) -> list[str]:
+        """The `dream run` proposals over sessions no dream has processed, oldest first. A person's review of
+        one (each change applied or rejected, or the proposal dismissed) counts its sessions as read."""
+        state = state or self.load_state()
+        ids = {rec.get("dream") for rel, rec in state["run_read"].items() if rel not in state["processed"]}
+        return sorted(i for i in ids if i and (self.root.dreams_dir / i / PROPOSAL_META).is_file())
+
+    def how_to_clear(self, state: DreamState | None = None) -> str:
+        """What ends a due dream, in words a person (or the agent) can act on."""
+        runs = self.runs_to_review(state)
+        if runs:
+            return (
+                "It clears when the agent's /dream has read these sessions, or when a person has reviewed the "
+                f"`dream run` proposal {', '.join(runs)}: applied or rejected each of its changes, or dismissed it "
+                f"(`memory-server dream dismiss {runs[-1]}`)."
+            )
+        return (
+            "It clears when the agent's /dream has read these sessions; without an agent, run `memory-server "
+            "dream run`, then apply its changes or dismiss it (`memory-server dream dismiss`)."
+        )
+
     # -- the gate -----------------------------------------------------------------------------------
 
     def due(self) -> tuple[bool, str]:
@@ -206,6 +228,24 @@ class DreamGate:
             pass
         except OSError as exc:
             log.warning("could not remove %s: %s", self.flag_path, exc)
+
+
+def _sessions_read(state: DreamState, meta: dict[str, object], created: float) -> None:
+    """The sessions a proposal read, as its proposal.json records them: the agent's pass processed them; a
+    `dream run` pass left them for the agent until a person reviewed its proposal (`reviewed_at`)."""
+    reviewed = meta.get("reviewed_at")
+    run = meta.get("origin") == "run"
+    when = float(reviewed) if run and isinstance(reviewed, int | float) else None
+    if not run or when is not None:
+        last = when if when is not None else created
+        state["last_dream"] = max(state["last_dream"] or 0.0, last) or None
+    read = state["run_read"] if run and when is None else state["processed"]
+    dream_id, sessions = meta.get("id"), meta.get("sessions")
+    for rel in sessions if isinstance(sessions, list) else []:
+        read[str(rel)] = {
+            "dream": dream_id if isinstance(dream_id, str) else None,
+            "at": when if when is not None else created,
+        }
 
 
 __all__ = ["DreamGate", "STATE_FILE", "LOCK_FILE", "PROPOSAL_META", "format_time"]

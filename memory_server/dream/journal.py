@@ -210,6 +210,17 @@ def _reopen(
                 del state["applied"][fp]
     if reopened:
         meta["status"] = "pending"
+        _unreview(meta, state, proposal_id)
+
+
+def _unreview(meta: dict[str, Any], state: dict[str, Any], proposal_id: str) -> None:
+    """A `dream run` proposal with hunks pending again is not reviewed after all: its sessions are unread again."""
+    if meta.pop("reviewed_at", None) is None:
+        return
+    processed = state.get("processed", {})
+    for rel in meta.get("sessions", []):
+        if (processed.get(rel) or {}).get("dream") == proposal_id:
+            del processed[rel]
 
 
 def _remove_litter(root: MemoryRoot) -> None:

@@ -23,10 +23,9 @@ from memory_server.dream.record import (
     FailureRecord,
     SessionRecord,
     Turn,
-    normalise_error,
 )
 from memory_server.dream.stance import REVERSAL
-from memory_server.sessions.failures import changes_things, looks_like_error
+from memory_server.sessions.failures import changes_things, looks_like_error, normalise_error
 
 PATH_IN_LABEL = re.compile(r"`([^`]+)`")
 

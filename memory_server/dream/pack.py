@@ -30,6 +30,7 @@ from memory_server.dream.topics import TopicFile, headings, load_topics
 from memory_server.files.root import MemoryRoot, as_root
 from memory_server.files.writing import atomic_write
 from memory_server.parse.text import as_data
+from memory_server.sessions.failures import command_key
 from memory_server.sessions.redact import redact_for_report
 from memory_server.settings import Settings, load_settings
 
@@ -173,6 +174,48 @@ def _failure(f: FailureRecord) -> list[str]:
     return out
 
 
+_SHELL_LABEL = re.compile(r"^Bash `(.+)`$", re.DOTALL)
+REPEATED_GROUPS = 6
+REPEATED_PER_GROUP = 8
+
+
+def _failure_key(f: FailureRecord) -> str:
+    """What failures of one kind share: the command's program and subcommand, else the error's shape."""
+    shell = _SHELL_LABEL.match(f.target)
+    if shell:
+        return f"`{as_data(command_key(shell.group(1)))}` failed"
+    return f"the same error ({as_data(_cut(f.normalised, 80))})" if f.normalised else ""
+
+
+def _repeated_failures(records: list[SessionRecord]) -> list[str]:
+    """Failures of one command (or with one error) in two sessions or more, listed together: where a lesson
+    may be. The same command is not the same mistake; the agent reads each and decides."""
+    groups: dict[str, list[FailureRecord]] = {}
+    for record in records:
+        for f in record.failures:
+            key = _failure_key(f)
+            if key:
+                groups.setdefault(key, []).append(f)
+    sessions = {k: {f.ref.rsplit(":", 1)[0] for f in fs} for k, fs in groups.items()}
+    repeated = sorted((k for k in groups if len(sessions[k]) > 1), key=lambda k: (-len(sessions[k]), k))
+    if not repeated:
+        return []
+    out = [
+        "## Failures seen in more than one session",
+        "",
+        "Where a lesson may be: a lesson is the same mistake in two sessions or more, each fixed. The same "
+        "command is not the same mistake: read each failure in its session above.",
+        "",
+    ]
+    for key in repeated[:REPEATED_GROUPS]:
+        fs = groups[key]
+        out += [f"### {key} in {len(sessions[key])} sessions", ""]
+        for f in fs[:REPEATED_PER_GROUP]:
+            out += [f"- `{f.ref}` {f.date or 'undated'} · failure:", *_quote(_cut(f.error, 160))]
+        out += ([f"- … and {len(fs) - REPEATED_PER_GROUP} more"] if len(fs) > REPEATED_PER_GROUP else []) + [""]
+    return out
+
+
 def _session_block(record: SessionRecord, budget: int) -> tuple[list[str], int]:
     """The lines of one session's block within `budget` tokens, and how many entries were left out."""
     entries: list[tuple[int, int, list[str]]] = []  # (priority, line, text lines)
@@ -305,6 +348,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
         out += body + [""]
         for name in set(identifiers("\n".join(body))):
             names[name] = names.get(name, 0) + 1
+    out += _repeated_failures([b[0] for b in blocks])
     topics, _memory_md = load_topics(root)
     out += pack_section(auto_memory_records(root, settings), topics, ds.pack_auto_memory_tokens)
     lines = _topic_lines(topics, names, ds.pack_topic_lines)

@@ -345,7 +345,9 @@ def _record_pass(batch: Batch, dream_id: str, now: float, origin: str, waiting: 
         _supersede(batch.root, batch.redone, dream_id)
 
 
-def _message(batch: Batch, dream_id: str, folder: Path, chosen: list[Verified], hunks: list[Hunk], held: int) -> str:
+def _message(
+    batch: Batch, dream_id: str, folder: Path, chosen: list[Verified], hunks: list[Hunk], held: int, origin: str
+) -> str:
     files = sorted({h.path for h in hunks})
     changes = f"{len(chosen)} change{'s' if len(chosen) != 1 else ''}"
     message = (
@@ -358,6 +360,12 @@ def _message(batch: Batch, dream_id: str, folder: Path, chosen: list[Verified], 
         message += (
             f"\n{held} verified item(s) wait for the next proposal (kept with their evidence; the "
             "next `dream gather` lists them first)"
+        )
+    if origin == "run" and batch.paths:
+        apply = f"apply or reject its changes (`memory-server dream apply {dream_id}`), or " if hunks else ""
+        message += (
+            f"\nIts {len(batch.paths)} session(s) stay for the agent's /dream (and a dream stays due) until a person "
+            f"reviews this proposal: {apply}dismiss it (`memory-server dream dismiss {dream_id}`)"
         )
     return message
 
@@ -410,7 +418,7 @@ def render_proposal(
         sorted({h.path for h in hunks}),
         refusals or [],
         [v.item.statement for v, _why in held],
-        _message(batch, dream_id, folder, chosen, hunks, len(held)),
+        _message(batch, dream_id, folder, chosen, hunks, len(held), origin),
         changes=len(chosen),
     )
 

@@ -48,7 +48,7 @@ from memory_server.parse.frontmatter import read_front_matter, split_front_matte
 from memory_server.parse.markdown import iso_date
 from memory_server.sessions.event_types import Failure
 from memory_server.sessions.events import SHELL_TOOLS, clarify_notes, clarifying, failed, session_events, tool_label
-from memory_server.sessions.failures import commit_messages
+from memory_server.sessions.failures import commit_messages, normalise_error
 from memory_server.sessions.reader import (
     Message,
     ToolResult,
@@ -184,15 +184,6 @@ def is_bare_answer(text: str) -> bool:
         return False
     words = re.findall(r"[a-z0-9']+", text.casefold())
     return sum(1 for w in words if w not in _FILLER) <= 2
-
-
-def normalise_error(error: str) -> str:
-    """An error line without what differs between occurrences: file positions, hashes, numbers, paths."""
-    text = re.sub(r"^\s*(?:[\w./-]+\.\w+:\d+(?::\d+)?:\s*)+", "", error)  # go/python style file:line:col:
-    text = re.sub(r"(?<![\w/])(?:/[\w.@+-]+){2,}/?", "<path>", text)
-    text = re.sub(r"\b[0-9a-f]{7,64}\b", "<hash>", text)
-    text = re.sub(r"\d+(?:\.\d+)?", "<n>", text)
-    return " ".join(text.casefold().split()).strip(" .:;")[:200]
 
 
 def _clean(text: str) -> str:

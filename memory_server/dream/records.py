@@ -130,6 +130,7 @@ class ProposalMeta(TypedDict):
     second_reading: str
     held_back: list[str]
     superseded_by: NotRequired[str]
+    reviewed_at: NotRequired[float]  # a `dream run` proposal a person reviewed: its sessions count as read
 
 
 class ProposalSummary(TypedDict):
@@ -157,6 +158,7 @@ class DreamStatusReport(TypedDict):
     flag: bool
     thresholds: Thresholds
     proposals_to_review: list[ProposalSummary]
+    clears: str  # what ends a due dream
 
 
 class ChangeView(ChangeRecord):
@@ -190,6 +192,16 @@ class ReviewResult(TypedDict):
     changes: list[int]
     added: list[int]
     files: list[str]
+    reviewed: list[str]  # sessions of a `dream run` proposal that now count as read (its review is complete)
+
+
+class DismissResult(TypedDict):
+    """`dream dismiss`: a `dream run` proposal set aside; its sessions count as read."""
+
+    id: str
+    reviewed: list[str]  # sessions that now count as read
+    left: list[int]  # changes left unapplied (not remembered as rejected)
+    already: bool  # it was reviewed before: nothing changed
 
 
 class VerdictsResult(TypedDict):

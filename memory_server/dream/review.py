@@ -25,6 +25,8 @@ from memory_server.dream.records import (
     ChangeRecord,
     ChangeView,
     Decided,
+    DismissResult,
+    DreamState,
     DreamStatusReport,
     ProposalMeta,
     ProposalView,
@@ -77,6 +79,7 @@ def dream_status(
         "flag": gate.flag_path.exists(),
         "thresholds": {"min_hours": gate.settings.min_hours, "min_sessions": gate.settings.min_sessions},
         "proposals_to_review": pending,
+        "clears": gate.how_to_clear(state),
     }
 
 
@@ -254,27 +257,10 @@ def _review(
         for path, (data, _expected) in changes.items():
             meta["current"][path] = sha256_bytes(data)
         state = gate.load_state()
-        bucket: Decided = "applied" if action == "apply" else "rejected"
-        decided = state[bucket]
-        for h in meta["hunks"]:
-            if h["n"] in chosen:
-                h["status"] = bucket
-                if bucket == "applied":
-                    h["applied_at"] = now
-                else:
-                    h["rejected_at"] = now
-                for fp in h["fingerprints"]:
-                    item = meta.get("items", {}).get(fp)
-                    decided[fp] = {
-                        "proposal": proposal_id,
-                        "hunk": h["n"],
-                        "at": now,
-                        "summary": h["summary"],
-                        "statement": item["statement"] if item else h["summary"],
-                        "target": item["target"] if item else h["path"],
-                    }
+        _decide(meta, state, chosen, "applied" if action == "apply" else "rejected", now)
         if all(h["status"] not in ("pending", "withheld") for h in meta["hunks"]):
             meta["status"] = "done"
+        reviewed = count_reviewed(meta, state, now) if meta["status"] == "done" else []
         # proposal.json and the state are written through a journal, so files and records never disagree
         journal = ApplyJournal(mroot, proposal_id, chosen, meta, state, action)
         if changes:
@@ -282,6 +268,8 @@ def _review(
         else:
             journal.begin([])
         journal.commit(gate)
+        if reviewed:
+            _refresh_flag(gate)
         done = [c["n"] for c in changes_of(meta) if set(c["hunks"]) & set(chosen)]
         return {
             "id": proposal_id,
@@ -290,7 +278,103 @@ def _review(
             "changes": done,
             "added": added,
             "files": sorted(changes),
+            "reviewed": reviewed,
         }
+
+
+def _decide(meta: ProposalMeta, state: DreamState, chosen: list[int], bucket: Decided, now: float) -> None:
+    """Mark the chosen hunks applied or rejected, and remember each of their items as decided."""
+    decided = state[bucket]
+    for h in meta["hunks"]:
+        if h["n"] not in chosen:
+            continue
+        h["status"] = bucket
+        if bucket == "applied":
+            h["applied_at"] = now
+        else:
+            h["rejected_at"] = now
+        for fp in h["fingerprints"]:
+            item = meta.get("items", {}).get(fp)
+            decided[fp] = {
+                "proposal": meta["id"],
+                "hunk": h["n"],
+                "at": now,
+                "summary": h["summary"],
+                "statement": item["statement"] if item else h["summary"],
+                "target": item["target"] if item else h["path"],
+            }
+
+
+def count_reviewed(meta: ProposalMeta, state: DreamState, now: float) -> list[str]:
+    """A `dream run` proposal a person has finished reviewing: its sessions count as read from now on (the
+    agent's /dream no longer gathers them, and the dream-due note clears), and it counts as the last dream.
+    Returns the sessions that newly count as read. An agent's proposal changes nothing here: its pass already
+    counted them."""
+    if meta.get("origin") != "run" or meta.get("reviewed_at") is not None:
+        return []
+    meta["reviewed_at"] = now
+    fresh = [rel for rel in meta["sessions"] if rel not in state["processed"]]
+    for rel in fresh:
+        state["processed"][rel] = {"dream": meta["id"], "at": now}
+    state["last_dream"] = max(state["last_dream"] or 0.0, now)
+    return fresh
+
+
+def _refresh_flag(gate: DreamGate) -> None:
+    """After sessions came to count as read: the `.dream-pending` flag goes when a dream is no longer due."""
+    if not gate.due()[0]:
+        gate.clear_pending()
+
+
+def dismiss_proposal(
+    root: str | os.PathLike[str] | MemoryRoot,
+    proposal_id: str | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    settings: Settings | None = None,
+) -> DismissResult:
+    """Set a `dream run` proposal aside (default: the newest over sessions no dream has processed): its
+    sessions count as read, as after applying it, and the dream-due note clears. Changes it still proposes
+    stay unapplied and are not remembered as rejected (a later pass may propose them again)."""
+    mroot = as_root(root)
+    gate = DreamGate(mroot, settings or _settings(mroot), clock)
+    with dream_lock(gate, gate.settings.lock_wait_seconds, "run `memory-server dream dismiss`"):
+        state = gate.load_state()
+        proposal_id = proposal_id or _newest_run(gate, state)
+        meta = _read_meta(mroot, proposal_id)
+        _check_dismissable(meta)
+        left = [c["n"] for c in _change_status(meta) if c["status"] in ("pending", "withheld")]
+        if meta.get("reviewed_at") is not None:
+            return {"id": proposal_id, "reviewed": [], "left": left, "already": True}
+        reviewed = count_reviewed(meta, state, float(clock()))
+        if meta["status"] == "pending":
+            meta["status"] = "dismissed"
+        journal = ApplyJournal(mroot, proposal_id, [], meta, state, "dismiss")
+        journal.begin([])
+        journal.commit(gate)
+        _refresh_flag(gate)
+        return {"id": proposal_id, "reviewed": reviewed, "left": left, "already": False}
+
+
+def _newest_run(gate: DreamGate, state: DreamState) -> str:
+    runs = gate.runs_to_review(state)
+    if not runs:
+        raise NotFoundError(
+            "no `dream run` proposal waits for review: every session a `dream run` read already counts as read "
+            "(see `memory-server dream status`)"
+        )
+    return runs[-1]
+
+
+def _check_dismissable(meta: ProposalMeta) -> None:
+    if meta.get("origin") != "run":
+        raise DreamError(
+            f"proposal {meta['id']} came from the agent's /dream, whose pass already counted its sessions as read; "
+            f"there is nothing to dismiss. To turn its changes down, reject them: `memory-server dream reject "
+            f"{meta['id']}`"
+        )
+    if meta["status"] == "superseded":
+        raise DreamError(f"proposal {meta['id']} was superseded by {meta.get('superseded_by')}; review that one")
 
 
 def apply_proposal(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from memory_server.dream.claims import DONT_FORGET
+
 QUESTION_START = re.compile(
     r"^\s*(?:what if|what about|how about|should we|shall we|could we|can we|would it|would we|do we|does it|"
     r"is it|is there|are there|why|maybe we|perhaps we|wonder(?:ing)? if|i wonder|want me to|shall i|should i)\b",
@@ -92,7 +94,7 @@ def kept_part(text: str) -> str:
 
 def classify(quote: str) -> str:
     """ "question", "what-if", "considered", "declined" or "statement"."""
-    text = quote.strip()
+    text = DONT_FORGET.sub("remember to", quote.strip())  # "don't forget to bump it" asks for the bump
     considered = CONSIDERED.search(text) or CONSIDERED_THEN_KEPT.search(text)
     if considered and not SWITCHED.search(text[considered.end() :]):
         return "considered"  # not "we tried X but it did not work, so we switched to Y"

@@ -34,12 +34,15 @@ log = logging.getLogger(__name__)
 MAX_CONTEXT_CHARS = 400
 
 
-def context_line(waiting: int, hours_since: float | None) -> str:
+def context_line(waiting: int, hours_since: float | None, runs: list[str] | None = None) -> str:
+    """The line the agent reads: that a dream is due, what to do, and what ends the note (`runs`: the `dream run`
+    proposals over these sessions that wait for a person's review)."""
     since = "no dream has run yet" if hours_since is None else f"the last dream was {hours_since:.0f} hours ago"
+    clears = f", or a person applies or dismisses `dream run` proposal {runs[-1]}" if runs else ""
     text = (
         f"Memory consolidation is due: {waiting} session summaries are new since the last dream ({since}). "
         "When the current request allows, run `/dream`: it writes a reviewable proposal for topics/ and changes "
-        "nothing until a person applies it."
+        f"nothing until a person applies it. This note ends once /dream has read them{clears}."
     )
     return text[:MAX_CONTEXT_CHARS]
 
@@ -67,8 +70,8 @@ def session_start(
     if not due:
         gate.clear_pending()
         return ""
-    gate.set_pending(reason)
     state = gate.load_state()
+    gate.set_pending(f"{reason}\n{gate.how_to_clear(state)}")
     last = state.get("last_dream")
     hours = None if last is None else max(0.0, (gate.clock() - float(last)) / 3600.0)
-    return context_line(len(gate.unprocessed_sessions(state)), hours)
+    return context_line(len(gate.unprocessed_sessions(state)), hours, gate.runs_to_review(state))

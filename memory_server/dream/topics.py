@@ -19,7 +19,7 @@ from memory_server.dream.recall import content_words
 from memory_server.errors import MemoryServerError
 from memory_server.files.paths import HardLinks
 from memory_server.files.reading import sha256_bytes
-from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR, MemoryRoot
+from memory_server.files.root import LESSONS_TOPIC, MEMORY_INDEX, MemoryRoot
 from memory_server.index.embedder import Embedder
 from memory_server.parse.frontmatter import split_front_matter
 from memory_server.parse.markdown import FENCE, iso_date
@@ -28,7 +28,7 @@ from memory_server.settings import DreamSettings
 log = logging.getLogger(__name__)
 
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
-LESSONS = f"{TOPICS_DIR}/lessons.md"
+LESSONS = LESSONS_TOPIC
 # Words that say "this is a decision" but not what it is about: they must not decide where it goes.
 FILLER = frozenset(
     "decided decide decision decisions always never switched switch switching from now going forward use uses "

@@ -158,7 +158,10 @@ COVERAGE = 1 / 3  # of the statement's words its quoted turns must hold (true it
 
 
 # Markdown that hides text when rendered: an HTML comment or tag outside code, a link reference definition.
-HIDING_MARKUP = re.compile(r"<!--|<[A-Za-z/!?][^>]*>|^\s*\[[^\]]*\]:\s|\[//\]|~~")
+HIDING_MARKUP = re.compile(
+    r"<!--|<[A-Za-z/!?][^>]*>|^\s*\[[^\]]*\]:\s|\[//\]|~~"
+    r"|&#\d+;|&#[xX][0-9A-Fa-f]+;|&[A-Za-z][A-Za-z0-9]{1,9};"  # a character reference renders as another text
+)
 # Letters of other alphabets that look like Latin ones ("nоt" with a Cyrillic о): a word mixing them with Latin
 # reads as one word to a person and as another to every check.
 LOOKALIKE = re.compile(
@@ -166,7 +169,14 @@ LOOKALIKE = re.compile(
 )
 
 
+# Letters that only look Latin: small capitals and IPA ("ɴᴏᴛ" reads as NOT), fullwidth and mathematical
+# letters. NFKC does not fold the first two; no statement about a project needs any of them.
+FAKE_LATIN = re.compile(r"[\u0250-\u02af\u1d00-\u1dbf\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff]")
+
+
 def _mixes_alphabets(statement: str) -> bool:
+    if FAKE_LATIN.search(statement):
+        return True
     return any(LOOKALIKE.search(w) and re.search(r"[A-Za-z]", w) for w in re.findall(r"\w+", statement))
 
 

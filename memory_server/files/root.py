@@ -29,6 +29,8 @@ MEMORY_INDEX = "MEMORY.md"
 CLAUDE_MD = "CLAUDE.md"
 SETTINGS_FILE = "memory.yaml"
 DREAM_PENDING = ".dream-pending"
+LESSONS_TOPIC = f"{TOPICS_DIR}/lessons.md"  # mistakes made more than once, and their fixes
+USER_CONFIG_ENV = "MEMORY_SERVER_CONFIG"
 
 # What a file (and a chunk, a hit) is, in precedence order: curated topics, Claude Code's auto memory (the
 # model's own notes, outside the root), sessions, transcripts (outside the root). See topics/architecture.md.
@@ -61,6 +63,17 @@ def not_set_up_message(path: Path) -> str:
         f"{path} is not a memory root (it has no {MEMORY_INDEX}, {TOPICS_DIR}/ or {SETTINGS_FILE}), so nothing is "
         f"written there: run `memory-server init --root {path}` to make it one, or set MEMORY_ROOT to your memory root"
     )
+
+
+def user_config_path() -> Path | None:
+    """The user-level config file: $MEMORY_SERVER_CONFIG, else $XDG_CONFIG_HOME (~/.config)/memory-server/
+    config.yaml; None when that default file does not exist."""
+    named = os.environ.get(USER_CONFIG_ENV)
+    if named:
+        return Path(named).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
+    path = base / "memory-server" / "config.yaml"
+    return path if path.is_file() else None
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ PRECEDENCE = """\
 # Memory precedence
 
 This project keeps long-term memory in Markdown, searchable through the `memory` MCP server
-(`search_memory` for questions in your own words, `search_exact` for literal strings, `read_memory` for
-the text behind a hit).
+(`search_memory` for questions, in the words the notes would use; `search_exact` for literal strings;
+`read_memory` for the text behind a hit).
 
 When sources disagree, trust them in this order:
 

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SCHEMA_VERSION = "4"
+FTS_FILE = "index.sqlite3"  # under the root's .memory/
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -337,6 +338,19 @@ class FtsIndex:
     def file_count(self) -> int:
         """Files in the manifest (cheap: the chunk counts of `counts` scan every chunk)."""
         return int(self.conn().execute("SELECT count(*) FROM files").fetchone()[0])
+
+    def vector_backlog(self) -> tuple[int, int]:
+        """(files whose vectors are not stored for their current text, files that get vectors): what the vector
+        store still lacks, by the manifest."""
+        row = (
+            self.conn()
+            .execute(
+                "SELECT count(*), coalesce(sum(vectors_sha256 IS NULL OR vectors_sha256 != sha256), 0) FROM files "
+                "WHERE status != 'skipped' AND layer != 'transcript'"
+            )
+            .fetchone()
+        )
+        return int(row[1]), int(row[0])
 
     def counts(self) -> dict[str, int]:
         c = self.conn()

@@ -30,7 +30,7 @@ from memory_server.index.auto_memory_sync import AutoMemorySync
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
-from memory_server.index.fts import FileRecord, FtsIndex
+from memory_server.index.fts import FTS_FILE, FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
 from memory_server.index.vectors import VectorIndex
 from memory_server.parse.markdown import Chunk, parse_document
@@ -116,6 +116,9 @@ class Indexer(IndexRepairs, AutoMemorySync):
             "another process has been writing the index for over {timeout}s ({path}); try again when it finishes",
         )
         self.progress = IndexProgress()
+        # (files waiting for their vectors, files that get vectors), kept up to date while vectors are written;
+        # None when a pass may have changed it (Memory counts it again from the manifest when asked).
+        self.vector_backlog: tuple[int, int] | None = None
         self.notes: list[str] = []  # recoveries worth telling the user (shown by status)
         self._transcripts: dict[str, Path] = {}
         self._links = HardLinks(root.path)
@@ -148,6 +151,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
         """
         started = time.monotonic()
         report = self.report = SyncReport()
+        self.vector_backlog = None  # this pass may add files: the backlog is counted again (or by the vector pass)
         self._links = HardLinks(self.root.path)  # counted once per pass, if a file has several names
         with self._writer(timeout):
             if rebuild:
@@ -177,6 +181,8 @@ class Indexer(IndexRepairs, AutoMemorySync):
                 self.fts.bump_generation()
         report.seconds = time.monotonic() - started
         self._set_progress("idle", 0, 0)
+        if not (self.vectors is not None and self.embedder is not None and vectors):
+            self.vector_backlog = None  # files changed and no vectors followed: count again when asked
         return report
 
     def _check_recipe(self, rebuilt: bool) -> None:
@@ -409,12 +415,10 @@ class Indexer(IndexRepairs, AutoMemorySync):
 
     def _sync_vectors(self, report: SyncReport, progress: Progress | None) -> None:
         assert self.vectors is not None and self.embedder is not None
-        pending = [
-            f
-            for f in self.fts.files().values()
-            if f.status != "skipped" and f.layer != "transcript" and f.vectors_sha256 != f.sha256
-        ]
+        eligible = [f for f in self.fts.files().values() if f.status != "skipped" and f.layer != "transcript"]
+        pending = [f for f in eligible if f.vectors_sha256 != f.sha256]
         total = report.chunks_total = sum(f.chunks for f in pending)
+        self.vector_backlog = (len(pending), len(eligible))
         if total:
             self._set_progress("embedding", 0, total, progress)  # at once: the model may take seconds to load
         done = 0
@@ -477,10 +481,13 @@ class Indexer(IndexRepairs, AutoMemorySync):
         except BaseException:
             self.fts.rollback()
             raise
+        if self.vector_backlog is not None:
+            waiting, eligible = self.vector_backlog
+            self.vector_backlog = (max(0, waiting - len(records)), eligible)
         return len(chunks)
 
 
 def default_index_paths(root: MemoryRoot) -> tuple[Path, Path, Path]:
     """(FTS database, embedding cache, Chroma folder) under `.memory/`."""
     state = root.ensure_state_dir()
-    return state / "index.sqlite3", state / "embeddings.sqlite3", state / "chroma"
+    return state / FTS_FILE, state / "embeddings.sqlite3", state / "chroma"

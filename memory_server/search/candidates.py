@@ -51,9 +51,10 @@ def find_candidates(
     *,
     tokens: bool = False,
 ) -> Candidates:
-    """Every retriever's candidates, `search.candidate_pool` (or 3 k) of each. `tokens`: the late rerank runs,
-    so the question's token vectors come from the same model call as its vector."""
-    pool = max(search.candidate_pool, q.k * 3)
+    """Every retriever's candidates, `search.candidate_pool` of each (or `search.max_k`, when larger: never sized
+    by the k asked for, so a larger answer starts with the smaller one). `tokens`: the late rerank runs, so the
+    question's token vectors come from the same model call as its vector."""
+    pool = max(search.candidate_pool, search.max_k)
     keyword_side = ranking.keyword_weight > 0
     semantic, query_tokens = semantic_candidates(vectors, embedder, q, pool, ranking, tokens=tokens)
     mode: Mode = "keyword" if semantic is None else "hybrid" if keyword_side else "semantic"

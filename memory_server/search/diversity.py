@@ -1,9 +1,15 @@
-"""Diversity: pick the final hits from the ranked candidates so one fact or one file does not fill the answer."""
+"""Diversity: pick the final hits from the ranked candidates so one fact or one file does not fill the answer.
+
+Every pick depends only on the candidates and the hits picked before it, never on how many hits were asked
+for: the first n hits of an answer for more are the answer for n.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from memory_server.parse.markdown import Chunk
 from memory_server.search.candidates import Candidates, Vector
@@ -13,6 +19,19 @@ from memory_server.search.query import LAYER_RANK
 from memory_server.settings import RankingSettings
 
 VectorLookup = Callable[[list[Chunk]], dict[str, Vector]]
+WINDOW_FLOOR = 50  # diversity picks among at least this many of the best candidates (see window)
+
+
+def window(max_k: int) -> int:
+    """How many of the best candidates diversity picks from: a fixed floor, or the largest k allowed, never the
+    k asked for (which would make the first hits of a larger answer differ from a smaller one's)."""
+    return max(WINDOW_FLOOR, max_k)
+
+
+def file_quota(picked: int, ranking: RankingSettings) -> int:
+    """Hits one file may hold among the first `picked + 1` before `same_file_penalty` damps its next ones:
+    `file_quota`, or `file_share` of the hits so far when that is more."""
+    return max(ranking.file_quota, math.ceil((picked + 1) * ranking.file_share))
 
 
 def candidate_vectors(
@@ -26,42 +45,63 @@ def candidate_vectors(
     return vecs
 
 
+class _Pool:
+    """The candidates diversity picks from, as arrays: scores, files, vectors, closest cosine to a hit picked."""
+
+    def __init__(self, ranked: list[tuple[float, Chunk]], vecs: Mapping[str, Vector | None]) -> None:
+        self.items = ranked
+        self.scores = np.array([score for score, _ in ranked], dtype=np.float64)
+        files: dict[str, int] = {}
+        self.file = np.array([files.setdefault(c.path, len(files)) for _, c in ranked], dtype=np.int64)
+        self.per_file = np.zeros(len(files), dtype=np.int64)
+        found = [vecs.get(c.id) for _, c in ranked]
+        dim = next((len(v) for v in found if v is not None), 0)
+        self.vectors = np.zeros((len(ranked), dim), dtype=np.float32)
+        for i, vec in enumerate(found):
+            if vec is not None:
+                self.vectors[i] = vec
+        self.has_vector = [v is not None for v in found]
+        self.closest = np.zeros(len(ranked), dtype=np.float64)  # highest cosine to any picked hit, at least 0
+        self.left = np.ones(len(ranked), dtype=bool)
+
+    def best(self, quota: int, ranking: RankingSettings, top: float) -> int:
+        """The candidate left whose score, damped for a full file and for resembling a picked hit, is highest
+        (the first such in rank order)."""
+        full = self.per_file[self.file] >= quota
+        eff = self.scores * np.where(full, ranking.same_file_penalty, 1.0) - ranking.mmr_weight * top * self.closest
+        return int(np.argmax(np.where(self.left, eff, -np.inf)))
+
+    def pick(self, i: int) -> None:
+        self.per_file[self.file[i]] += 1
+        if self.has_vector[i]:
+            np.maximum(self.closest, self.vectors @ self.vectors[i], out=self.closest)
+
+
 def diversify(
-    ranked: list[tuple[float, Chunk]], vecs: Mapping[str, Vector | None], k: int, ranking: RankingSettings
+    ranked: list[tuple[float, Chunk]],
+    vecs: Mapping[str, Vector | None],
+    k: int,
+    ranking: RankingSettings,
+    pool_size: int = WINDOW_FLOOR,
 ) -> list[tuple[float, Chunk]]:
-    """Greedy maximal-marginal-relevance pick: a candidate loses `mmr_weight` x best score x its cosine to
-    the closest hit already chosen (so near-repeats of one fact give way to other relevant passages);
-    once a file has its quota of hits, its further hits are damped by `same_file_penalty` (one file does not
-    fill the answer while other files are relevant); near-duplicates are dropped."""
+    """Greedy maximal-marginal-relevance pick among the `pool_size` best: a candidate loses `mmr_weight` x
+    best score x its cosine to the closest hit already chosen (so near-repeats of one fact give way to other
+    relevant passages); once a file has its quota of the hits so far (file_quota), its further hits are damped
+    by `same_file_penalty` (one file does not fill the answer while other files are relevant);
+    near-duplicates are dropped."""
     ranked.sort(key=lambda sc: (-sc[0], LAYER_RANK.get(sc[1].layer, 9), sc[1].path, sc[1].start_line))
-    remaining = ranked[: max(k * 5, 50)]
-    top = remaining[0][0] if remaining else 0.0
+    pool = _Pool(ranked[:pool_size], vecs)
+    top = ranked[0][0] if ranked else 0.0
     chosen: list[tuple[float, Chunk]] = []
-    per_file: dict[str, int] = {}
     seen_text: set[str] = set()
-    chosen_vecs: list[Vector] = []
-    closest: dict[str, float] = {}  # candidate id -> highest cosine to any chosen hit
-    quota = max(ranking.file_quota, math.ceil(k * ranking.file_share))
-    while remaining and len(chosen) < k:
-        best_i, best_eff = -1, -math.inf
-        for i, (score, chunk) in enumerate(remaining):
-            eff = score * (ranking.same_file_penalty if per_file.get(chunk.path, 0) >= quota else 1.0)
-            eff -= ranking.mmr_weight * top * closest.get(chunk.id, 0.0)
-            if eff > best_eff:
-                best_i, best_eff = i, eff
-        score, chunk = remaining.pop(best_i)
+    while len(chosen) < k and pool.left.any():
+        i = pool.best(file_quota(len(chosen), ranking), ranking, top)
+        pool.left[i] = False
+        score, chunk = pool.items[i]
         key = normalise(chunk.text)
-        vec = vecs.get(chunk.id)
-        nearest = closest.get(chunk.id, 0.0)
-        if ranking.duplicate_similarity <= 1.0 and (key in seen_text or nearest > ranking.duplicate_similarity):
+        if ranking.duplicate_similarity <= 1.0 and (key in seen_text or pool.closest[i] > ranking.duplicate_similarity):
             continue
         seen_text.add(key)
-        per_file[chunk.path] = per_file.get(chunk.path, 0) + 1
         chosen.append((score, chunk))
-        if vec is not None:
-            chosen_vecs.append(vec)
-            for _s, other in remaining:
-                ov = vecs.get(other.id)
-                if ov is not None:
-                    closest[other.id] = max(closest.get(other.id, 0.0), float(ov @ vec))
+        pool.pick(i)
     return chosen

@@ -8,12 +8,14 @@ setting in `ranking:`):
    and semantic (embedding) candidates;
 3. scores and fusion (fusion.py): each signal on one scale, then one score per chunk: the signals fused
    (normalised scores, or reciprocal ranks), the literal tier, context scores, the assistant's lines weighed down;
-4. neighbours and files (routing.py): the passages next to a strong candidate gain a share of its score;
-   candidates from the file that answers best rise together;
+4. pointers, neighbours and files (pointers.py, routing.py): a MEMORY.md line pointing to a topic lends its
+   score to that topic's candidates and leaves; the passages next to a strong candidate gain a share of its
+   score; candidates from the file that answers best rise together;
 5. rerank (late.py): the best candidates reranked token by token against the question (late interaction);
 6. precedence and recency (precedence.py): a per-layer bonus (topics, then Claude Code's auto memory, sessions,
    transcripts); part of a session's score decays with its age;
 7. diversity (diversity.py): MMR against hits already chosen, a per-file quota, near-duplicates dropped;
+   never sized by k, so the first n hits of a larger answer are the answer for n;
 8. budget (query.fit_budget): each hit's text cut around its first match.
 
 `search_exact` answers in literal tiers instead (exact.py).
@@ -27,11 +29,12 @@ from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FtsIndex
 from memory_server.index.vectors import VectorIndex
 from memory_server.search.candidates import find_candidates
-from memory_server.search.diversity import VectorLookup, candidate_vectors, diversify
+from memory_server.search.diversity import VectorLookup, candidate_vectors, diversify, window
 from memory_server.search.exact import KeywordHit, exact_search
 from memory_server.search.fusion import fuse_candidates, score_candidates
 from memory_server.search.late import TokenLookup, rerank
 from memory_server.search.parsed import parse, query_terms
+from memory_server.search.pointers import route_pointers
 from memory_server.search.precedence import weigh_precedence
 from memory_server.search.query import LAYER_RANK, Hit, Mode, Query, fit_budget, hit_of
 from memory_server.search.routing import lend_to_neighbours, route_by_file
@@ -83,10 +86,11 @@ def search_hybrid(
     late = token_lookup is not None and ranking.late_weight > 0
     found = find_candidates(fts, vectors, embedder, q, parsed, search, ranking, tokens=late)
     ranked = fuse_candidates(fts, found, score_candidates(found, parsed, ranking), parsed, ranking)
-    ranked = route_by_file(lend_to_neighbours(fts, ranked, ranking, q), ranking)
+    ranked = route_by_file(lend_to_neighbours(fts, route_pointers(ranked, ranking), ranking, q), ranking)
     ranked = rerank(ranked, found.query_tokens, token_lookup, ranking)
     vecs = candidate_vectors(found, ranked, vector_lookup, ranking)
-    chosen = diversify(weigh_precedence(ranked, ranking, today or dt.date.today()), vecs, q.k, ranking)
+    precedence = weigh_precedence(ranked, ranking, today or dt.date.today())
+    chosen = diversify(precedence, vecs, q.k, ranking, window(search.max_k))
     hits = [hit_of(chunk, score) for score, chunk in chosen]
     return fit_budget(hits, parsed.terms.words, search), found.mode
 

@@ -21,7 +21,9 @@ from memory_server.settings import SearchSettings
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
 DEFAULT_LAYERS: tuple[Layer, ...] = ("topic", "auto_memory", "session")
 EMBEDDED_LAYERS: frozenset[Layer] = frozenset(DEFAULT_LAYERS)  # transcripts are keyword-only
-Mode = Literal["hybrid", "keyword", "semantic"]  # which signals answered a search_memory
+# Which signals answered a search_memory: "partial" is hybrid (or semantic) while some files still wait for
+# their vectors (those are found by keywords only so far); "keyword" when the semantic side had nothing to give.
+Mode = Literal["hybrid", "keyword", "semantic", "partial"]
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 

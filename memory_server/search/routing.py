@@ -7,6 +7,7 @@ from __future__ import annotations
 from memory_server.index.fts import FtsIndex
 from memory_server.parse.markdown import Chunk
 from memory_server.search.fusion import Ranked
+from memory_server.search.pointers import pointer_target
 from memory_server.search.query import Query
 from memory_server.settings import RankingSettings
 
@@ -21,8 +22,8 @@ def lend_to_neighbours(fts: FtsIndex, ranked: Ranked, ranking: RankingSettings, 
     around = fts.neighbours([cid for cid, _ in lenders])
     for cid, score in lenders:
         for other in around.get(cid, []):
-            if other.layer not in q.layers or not _in_dates(other, q):
-                continue
+            if other.layer not in q.layers or not _in_dates(other, q) or pointer_target(other) is not None:
+                continue  # a pointer line left the candidates (pointers.py): it does not come back as a neighbour
             chunks.setdefault(other.id, other)
             gains[other.id] = max(gains.get(other.id, 0.0), ranking.neighbour_weight * score)
     for cid, gain in gains.items():

@@ -65,6 +65,7 @@ from memory_server.sessions.failures import (
     error_line,
     exit_code_failed,
     harness_error,
+    hidden_failure,
     looks_like_error,
 )
 from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript, parse_transcript, request_text
@@ -147,6 +148,10 @@ def _path_of(use: ToolUse) -> str | None:
     return next(
         (use.input[k] for k in ("file_path", "notebook_path", "path") if isinstance(use.input.get(k), str)), None
     )
+
+
+def _hides_failure(command: str, res: ToolResult) -> bool:
+    return bool(hidden_failure(command, clean(res.text)))
 
 
 def failed(res: ToolResult | None) -> bool:
@@ -267,6 +272,8 @@ class _Builder:
                     if error.startswith("exit code") and not changes_things(command):
                         continue  # a look-around (`ls`, `grep`) that found nothing: no failure of the project
                     self._failure(i, uses, error, command_key(command))
+                elif res is not None and (hidden := hidden_failure(command, clean(res.text))):
+                    self._failure(i, uses, hidden, command_key(command))
             elif res is not None and res.is_error and tool not in _QUIET_TOOLS and tool not in EDIT_TOOLS:
                 if not harness_error(res.text):
                     self._failure(i, uses, error_line(clean(res.text)) or "failed", f"tool {use.name}")
@@ -280,7 +287,7 @@ class _Builder:
             command = later.input.get("command")
             if isinstance(command, str) and tool in SHELL_TOOLS:
                 same = command_key(command) == key
-                if same and later_res is not None and not failed(later_res):
+                if same and later_res is not None and not failed(later_res) and not _hides_failure(command, later_res):
                     fixed = later.line or later_m.line
                     break
                 if not same and changes_things(command) and not failed(later_res):

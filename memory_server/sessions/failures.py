@@ -13,6 +13,8 @@ Pure functions over strings, shared by `events.py` (which finds failures and the
   command's last step, with `cd`, environment assignments and flags stripped ("go test", "mise run").
 - `harness_error(text)` is True for Claude Code's own tool errors (file not read yet, rejected,
   interrupted, sibling call errored): not failures of the project.
+- `normalise_error(line)` is an error line without what differs between two occurrences of one mistake (file
+  positions, paths, hashes, numbers): what a lesson and the failure hook compare.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ _NOISE = re.compile(
     r"|npm ERR! (?:code|errno|A complete log|Lifecycle)|Exit code \d+$|\[[\w:-]+\] \$ )"
 )
 _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
-_COMPILER = re.compile(r"^\s*(?:\./)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+)?:\s*\S")
+_COMPILER = re.compile(r"^\s*(?:\./)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+)?:\s*[^\s:#]")  # not Go's ": # pkg" header
 _RUST_TS = re.compile(r"^\s*(?:error(?:\[E\d+\])?:|error TS\d+:)")
 _PANIC = re.compile(r"^\s*(?:panic:|fatal error:|fatal:)")
-_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception|Failure)\b(?::|$)")
+_EXCEPTION = re.compile(r"^\s*(?:E {3})?[\w.]*(?:Error|Exception|Failure)\b(?::|$)")  # pytest marks its lines "E   "
 _ERROR_WORD = re.compile(r"(?i)^\s*(?:\w+\s)?(?:error|err)\b[:!]")
 _LOOSE = re.compile(
     r"(?i)\b(?:error|exception|failed|failure|not found|no such|cannot|can't|denied|invalid|refused|undefined)\b"
@@ -52,12 +54,25 @@ def harness_error(text: str) -> bool:
     return bool(_HARNESS.match(text.strip()))
 
 
+def normalise_error(error: str) -> str:
+    """An error line without what differs between occurrences: file positions, hashes, numbers, paths."""
+    text = re.sub(r"^\s*(?:[\w./-]+\.\w+:\d+(?::\d+)?:\s*)+", "", error)  # go/python style file:line:col:
+    text = re.sub(r"(?<![\w/])(?:/[\w.@+-]+){2,}/?", "<path>", text)
+    text = re.sub(r"\b[0-9a-f]{7,64}\b", "<hash>", text)
+    text = re.sub(r"\d+(?:\.\d+)?", "<n>", text)
+    return " ".join(text.casefold().split()).strip(" .:;")[:200]
+
+
 def _candidates(lines: list[str]) -> list[str]:
     return [ln for ln in lines if ln.strip() and not _NOISE.match(ln.strip())]
 
 
 def error_line(output: str) -> str:
     """The informative line of a failed command's output (see module docstring); "" for empty output."""
+    return re.sub(r"^E {3}\s*", "", _error_line(output))
+
+
+def _error_line(output: str) -> str:
     raw = [ln.rstrip() for ln in re.sub(r"</?tool_use_error>", "", output).splitlines()]
     lines = _candidates(raw)
     for pattern in (_GO_FAIL, _PANIC):
@@ -106,6 +121,18 @@ def looks_like_error(text: str) -> str:
     if any(ln.startswith("Traceback") for ln in lines):
         return next((ln.strip() for ln in reversed(lines) if _EXCEPTION.match(ln)), "")
     return ""
+
+
+_PAGER_END = re.compile(r"\|\s*(?:head|tail|tee|less|more)\b[^|&;\n]*$")
+
+
+def hidden_failure(command: str, output: str) -> str:
+    """The error line the output of a command shows when its exit code cannot: the pipe ends in a pager
+    (`mise run lint 2>&1 | head -30` exits with `head`'s 0). Only for a command that does work (a look-around
+    such as `cat build.log | head` showing an old error is no failure); "" when none shows."""
+    if not _PAGER_END.search(command.strip()) or not changes_things(command):
+        return ""
+    return looks_like_error(output)
 
 
 def exit_code_failed(text: str) -> bool:

@@ -1,0 +1,1 @@
+"""Vendored libresize 2.3."""
