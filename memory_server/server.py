@@ -290,7 +290,7 @@ def search_memory(
     names, technical terms and synonyms its answer likely uses ("what did we decide about retries? retry policy,
     backoff, max attempts, timeout"). One query; no boolean syntax.
     Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file.
-    Ties: topic (curated truth) > auto_memory (the model's unreviewed notes) > session (a past session)."""
+    A topic hit (curated truth) wins over a session hit (a past session)."""
     memory = gate_of(ctx).ready()
     hits, mode = memory.search_memory(query, k, layers, after, before)
     return compact(search_result(hits, mode=mode, note=_hint(memory.search_note(mode, found=bool(hits)))))
