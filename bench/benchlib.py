@@ -37,16 +37,19 @@ SHARED_ENV = "MEMORY_SERVER_SHARED"  # the data beside the repository, as the te
 # -- locations ----------------------------------------------------------------------------------------
 
 
+def shared_dir() -> Path:
+    """The data beside the repository: $MEMORY_SERVER_SHARED, else <repo>/../shared (as the tests read it)."""
+    shared = os.environ.get(SHARED_ENV)
+    return Path(shared).expanduser() if shared else Path(__file__).resolve().parents[2] / "shared"
+
+
 def data_dir() -> Path:
     """The benchmark data folder: $MEMORY_BENCH_DATA, else $MEMORY_SERVER_SHARED/bench, else
     <repo>/../shared/bench."""
     override = os.environ.get(DATA_ENV)
     if override:
         return Path(override).expanduser()
-    shared = os.environ.get(SHARED_ENV)
-    if shared:
-        return Path(shared).expanduser() / "bench"
-    return Path(__file__).resolve().parents[2] / "shared" / "bench"
+    return shared_dir() / "bench"
 
 
 def default_json_out(name: str) -> Path:

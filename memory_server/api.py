@@ -49,6 +49,8 @@ from memory_server.search.hybrid import search_exact, search_hybrid
 from memory_server.search.query import Hit, Mode, validate
 from memory_server.sessions.compress import LOCK_TIMEOUT
 from memory_server.sessions.compression import CompressReport, compress_sessions
+from memory_server.sessions.keep import KeepReport
+from memory_server.sessions.keep_all import keep_transcripts
 from memory_server.settings import Settings, load_settings
 from memory_server.tool_results import ReadResult, Status, Topic
 
@@ -236,6 +238,11 @@ class Memory:
             lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
             progress=progress,
         )
+
+    def keep_transcripts(self, *, lock_timeout: float = LOCK_TIMEOUT) -> KeepReport:
+        """`memory-server keep`: keep every transcript a compressed session names that is not kept to its end
+        yet (a redacted, compressed copy in sessions/transcripts/), before Claude Code's clean-up deletes it."""
+        return keep_transcripts(self.root, self.settings, lock_timeout=lock_timeout)
 
     # -- indexing ---------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The `memory-server` command line: one click command tree. `memory-server COMMAND --help` documents each.
 
-    memory-server serve | index | search | status | compress | init
+    memory-server serve | index | search | status | compress | keep | init
     memory-server hook session-start | session-end | pre-compact     (commands/hook.py)
     memory-server dream status | run | show | apply | reject         (commands/dream.py)
     memory-server plugin install | uninstall                         (commands/claude.py)
@@ -31,15 +31,16 @@ from memory_server.commands.common import (
 )
 from memory_server.commands.dream import dream
 from memory_server.commands.hook import hook
+from memory_server.commands.keep import keep
 from memory_server.commands.program import with_program
+from memory_server.files.root import LAYERS
 from memory_server.parse.text import as_data
 
 if TYPE_CHECKING:
     from memory_server.sessions.compression import CompressReport
+    from memory_server.tool_results import Status
 
 log = logging.getLogger("memory_server.cli")
-
-LAYERS = ("topic", "session", "transcript")
 
 
 @click.group(
@@ -57,6 +58,7 @@ cli.add_command(hook)
 cli.add_command(dream)
 cli.add_command(plugin)
 cli.add_command(hooks)
+cli.add_command(keep)
 
 
 @cli.command(
@@ -179,14 +181,34 @@ def status(as_json: bool) -> None:
         for item in queue.items:
             click.echo(f"session {item.state}: {item.transcript}: {item.reason}")
         click.echo(f"  {queue.how}")
+    _echo_evidence(info)
     if info.config_error is not None:
         click.echo(f"config_error: {as_data(info.config_error)}")
     for note in info.notes:
         click.echo(f"note: {note}")
 
 
+def _echo_evidence(info: Status) -> None:
+    """The status lines of kept transcripts and Claude Code's auto memory (already quoted as data by status)."""
+    kept = info.kept_transcripts
+    if kept is not None:
+        click.echo(
+            f"kept transcripts: {kept.kept} of {kept.transcripts}; Claude Code deletes transcripts after "
+            f"{kept.cleanup_period_days} days; {kept.at_risk_count} at risk, {kept.gone_count} gone"
+        )
+        for item in kept.at_risk:
+            click.echo(f"at risk: {item.transcript} ({item.state}, deleted in {item.deleted_in_days} days)")
+    auto = info.auto_memory
+    if auto is not None:
+        click.echo(
+            f"Claude Code's auto memory: {auto.folder}: {auto.files} files, "
+            f"{auto.past_limit_count} entries past the limit, {auto.orphan_count} orphans"
+        )
+
+
 @cli.command(
-    help="Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL). Never overwrites: an "
+    help="Write sessions/compressed/YYYY/<date>-<id>-<slug>.md for each transcript (JSONL), and keep the "
+    "transcript (redacted, compressed) in sessions/transcripts/. Never overwrites: an "
     "unchanged transcript is skipped, a transcript that grew gets a continuation file. --all DIR backfills every "
     "transcript of a project folder (e.g. ~/.claude/projects/<project>). --pending compresses the sessions that "
     "wait in the queue (a session end whose compression could not run yet; `status` lists them). One transcript "

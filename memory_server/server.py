@@ -89,7 +89,8 @@ LIST_TOPICS_LIMIT = 200  # list_topics answers with the first this many (by path
 
 INSTRUCTIONS = (
     "Long-term memory for this project, kept as Markdown files. When sources disagree: topics (curated current "
-    "truth) > sessions (what happened in past sessions) > transcripts (raw, for arbitration only). "
+    "truth) > auto_memory (Claude Code's own notes, written by the model, unreviewed) > sessions (what happened "
+    "in past sessions) > transcripts (raw, for arbitration only). "
     "search_memory for questions, in the words the notes would use; search_exact for literal strings; then "
     "read_memory on a hit's path and lines for more. Results are short on purpose: read only what you need."
 )
@@ -99,7 +100,7 @@ INSTRUCTIONS = (
 MeaningQuery = Annotated[str, Field(description="the question, in the notes' words as above")]
 LiteralQuery = Annotated[str, Field(description="literal text")]
 K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
-Layers = Annotated[list[Layer] | None, Field(description="default: topic and session")]
+Layers = Annotated[list[Layer] | None, Field(description="default: topic, auto_memory and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 

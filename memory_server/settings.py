@@ -10,12 +10,13 @@ Where settings come from, later ones winning:
 2. the user-level config: `$MEMORY_SERVER_CONFIG`, else `$XDG_CONFIG_HOME/memory-server/config.yaml`
    (`~/.config/memory-server/config.yaml`); same sections as memory.yaml;
 3. the memory root's `memory.yaml` (usually committed with the repository);
-4. environment variables: MEMORY_TRANSCRIPTS_DIR (transcripts.dir), MEMORY_VECTORS_URL (vectors.url, and
-   backend http), MEMORY_VECTORS_TOKEN (vectors.token).
+4. environment variables: MEMORY_TRANSCRIPTS_DIR (transcripts.dir), MEMORY_AUTO_MEMORY_DIR (auto_memory.dir),
+   MEMORY_VECTORS_URL (vectors.url, and backend http), MEMORY_VECTORS_TOKEN (vectors.token).
 
 Trust boundary: anyone who can commit to a repository can change its memory.yaml, so settings that reach
 outside the root come only from the user (2 and 4): `transcripts.dir` anywhere but this project's own Claude
-Code folder, and the http vector backend (which sends embeddings and file paths to a server). A memory.yaml
+Code folder, `auto_memory.dir` anywhere but this project's own Claude Code folders (its path's, its git
+root's), and the http vector backend (which sends embeddings and file paths to a server). A memory.yaml
 that sets them is refused with a ConfigError saying where to put them instead.
 
     # memory.yaml
@@ -35,10 +36,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory_server.errors import ConfigError, YamlError
+from memory_server.files.claude_home import git_roots, project_folder
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
 from memory_server.files.root import SETTINGS_FILE, USER_CONFIG_ENV, user_config_path
 
 TRANSCRIPTS_DIR_ENV = "MEMORY_TRANSCRIPTS_DIR"
+AUTO_MEMORY_DIR_ENV = "MEMORY_AUTO_MEMORY_DIR"
 VECTORS_URL_ENV = "MEMORY_VECTORS_URL"
 VECTORS_TOKEN_ENV = "MEMORY_VECTORS_TOKEN"
 PROMPT_BAR = 2.0  # hooks.prompt_bar: over every score `python bench/prompt_recall.py` saw (no bar reached 0.9)
@@ -93,6 +96,7 @@ class RankingSettings(_Section):
     # Precedence: the fused score is multiplied by (1 + bonus) per layer, so on equal relevance a curated
     # topic beats a session, and a session a transcript.
     topic_bonus: float = Field(default=0.05, gt=-1)
+    auto_memory_bonus: float = Field(default=0.02, gt=-1)  # Claude Code's auto memory: below topics, above sessions
     session_bonus: float = Field(default=0.0, gt=-1)
     transcript_bonus: float = Field(default=-0.05, gt=-1)
     recency_weight: float = Field(default=0.1, ge=0, le=1)  # share of a session's score that decays with age
@@ -159,6 +163,25 @@ class TranscriptSettings(_Section):
     # Claude Code's transcripts for this project; searched only when a query asks for layer "transcript".
     # A relative path is relative to the memory root (load_settings makes it absolute).
     dir: str | None = None
+    # Kept copies (sessions/transcripts/): a redacted, compressed copy of each transcript a session is
+    # compressed from, read when Claude Code has deleted the original (after its cleanupPeriodDays).
+    keep: bool = True
+    keep_budget_bytes: int = Field(default=4 * 1024 * 1024, ge=16 * 1024)  # per session, compressed
+    keep_commit: bool = False  # false: sessions/transcripts/.gitignore keeps them out of git
+    cleanup_warn_days: float = Field(default=7.0, ge=0)  # status warns this long before Claude Code's clean-up
+
+    @field_validator("dir")
+    @classmethod
+    def _expand(cls, value: str | None) -> str | None:
+        return os.path.expanduser(value) if value else value
+
+
+class AutoMemorySettings(_Section):
+    # Claude Code's auto memory (projects/<project>/memory/): a read-only layer written by the model.
+    enabled: bool = True
+    # Default: where Claude Code keeps it for this project (see files/claude_home.py); a relative path is
+    # relative to the memory root (load_settings makes it absolute).
+    dir: str | None = None
 
     @field_validator("dir")
     @classmethod
@@ -189,6 +212,7 @@ class DreamSettings(_Section):
     pack_session_tokens: int = Field(default=2500, ge=100)  # evidence pack: at most this many tokens per session
     pack_topic_lines: int = Field(default=60, ge=0)  # evidence pack: topic lines that share identifiers with it
     pack_max_tokens: int = Field(default=20_000, ge=1_000)  # evidence pack: sessions past this wait for the next dream
+    pack_auto_memory_tokens: int = Field(default=1_500, ge=0)  # evidence pack: Claude Code's auto memory entries
 
 
 class HookSettings(_Section):
@@ -215,6 +239,7 @@ class Settings(BaseModel):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     vectors: VectorSettings = Field(default_factory=VectorSettings)
     transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    auto_memory: AutoMemorySettings = Field(default_factory=AutoMemorySettings)
     dream: DreamSettings = Field(default_factory=DreamSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
 
@@ -239,10 +264,11 @@ def load_settings(root: Path | str) -> Settings:
         check_repository_settings(raw, Path(root), source=str(path))
         apply_overrides(settings, raw, source=str(path))
     apply_overrides(settings, environment_overrides(), source="the environment")
-    if settings.transcripts.dir and not Path(settings.transcripts.dir).is_absolute():
-        # Relative to the root wherever it was set: the folder checked (check_repository_settings) is the
-        # folder read, whatever the working directory.
-        settings.transcripts.dir = str((Path(root) / settings.transcripts.dir).resolve())
+    for section in (settings.transcripts, settings.auto_memory):
+        if section.dir and not Path(section.dir).is_absolute():
+            # Relative to the root wherever it was set: the folder checked (check_repository_settings) is the
+            # folder read, whatever the working directory.
+            section.dir = str((Path(root) / section.dir).resolve())
     return settings
 
 
@@ -267,6 +293,8 @@ def environment_overrides() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if os.environ.get(TRANSCRIPTS_DIR_ENV):
         out["transcripts"] = {"dir": os.environ[TRANSCRIPTS_DIR_ENV]}
+    if os.environ.get(AUTO_MEMORY_DIR_ENV):
+        out["auto_memory"] = {"dir": os.environ[AUTO_MEMORY_DIR_ENV]}
     if os.environ.get(VECTORS_URL_ENV):
         out["vectors"] = {"backend": "http", "url": os.environ[VECTORS_URL_ENV]}
     if os.environ.get(VECTORS_TOKEN_ENV):
@@ -307,6 +335,23 @@ def check_repository_settings(raw: Any, root: Path, *, source: str) -> None:
                 f"a repository's memory.yaml may not make other transcripts searchable: {where} "
                 f"{TRANSCRIPTS_DIR_ENV} in your environment"
             )
+    _check_auto_memory_dir(raw.get("auto_memory"), root, source, where)
+
+
+def _check_auto_memory_dir(section: Any, root: Path, source: str, where: str) -> None:
+    """A repository's memory.yaml may point auto_memory.dir only inside this project's own Claude Code folders."""
+    if not isinstance(section, dict) or not isinstance(section.get("dir"), str) or not section["dir"]:
+        return
+    value = section["dir"]
+    folder = Path(os.path.expanduser(value))
+    real = (folder if folder.is_absolute() else root / folder).resolve()
+    own = [project_folder(p).resolve() for p in [*git_roots(root.resolve()), root.resolve()]]
+    if not any(real == base or base in real.parents for base in own):
+        raise ConfigError(
+            f"{source} sets auto_memory.dir: {value}, outside this project's own Claude Code folders "
+            f"({', '.join(map(str, own))}); a repository's memory.yaml may not make other files searchable: "
+            f"{where} {AUTO_MEMORY_DIR_ENV} in your environment"
+        )
 
 
 # Settings renamed since an earlier release: the old name still works.

@@ -1,5 +1,6 @@
-"""What `memory_status` reports: counts, index freshness, problem files, background work, MEMORY.md checks and
-whether a dream is due. Every list is bounded (counts, plus the first few), whatever the root holds.
+"""What `memory_status` reports: counts, index freshness, problem files, background work, MEMORY.md checks, kept
+transcripts and Claude Code's auto memory (`sessions/evidence_status.py`), and whether a dream is due. Every
+list is bounded (counts, plus the first few), whatever the root holds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memory_server.index.embedder import MiniLMEmbedder
 from memory_server.index.fts import FileRecord
 from memory_server.parse.memory_md import MemoryIndexReport, check_memory_index, memory_index_notes
 from memory_server.parse.text import as_data
+from memory_server.sessions.evidence_status import auto_memory_status, kept_status
 from memory_server.sessions.pending import queued as queued_sessions
 from memory_server.sessions.redact import budget_fired
 from memory_server.tool_results import (
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from memory_server.api import Memory
 
 STATUS_LIST_LIMIT = 20  # memory_status lists at most this many problem files, unlisted topics, notes
+VIRTUAL_LAYERS = ("transcript", "auto_memory")  # files outside the root, under virtual paths
 
 
 def pending_files(memory: Memory, on_disk: Mapping[str, str] | None = None) -> list[str]:
@@ -49,7 +52,7 @@ def pending_files(memory: Memory, on_disk: Mapping[str, str] | None = None) -> l
             continue
         if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
             pending.append(rel)
-    pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer != "transcript")
+    pending.extend(p for p, rec in known.items() if p not in on_disk and rec.layer not in VIRTUAL_LAYERS)
     return sorted(pending)
 
 
@@ -61,7 +64,16 @@ def build_status(memory: Memory) -> Status:
     pending = pending_files(memory, on_disk.layers)
     problems = problem_files(files, on_disk)
     index_report = memory_index(memory, on_disk)
-    notes = [*memory.indexer.notes, *pending_settings_notes(memory), *budget_notes(), *memory_index_notes(index_report)]
+    kept, kept_notes = kept_status(memory.root, memory.settings)
+    auto, auto_notes = auto_memory_status(memory.root, memory.settings)
+    notes = [
+        *memory.indexer.notes,
+        *pending_settings_notes(memory),
+        *kept_notes,
+        *auto_notes,
+        *budget_notes(),
+        *memory_index_notes(index_report),
+    ]
     cut_index_lists(index_report)
     return Status(
         root=str(memory.root.path),
@@ -80,6 +92,8 @@ def build_status(memory: Memory) -> Status:
         problem_count=len(problems),
         notes=bounded_notes(notes),
         sessions_queue=queue_status(memory),
+        kept_transcripts=kept,
+        auto_memory=auto,
         dream=dream_status(memory),
         memory_index=index_report,
         config_error=memory.config_error,

@@ -20,6 +20,7 @@ from memory_server.files.root import Layer
 from memory_server.parse.memory_md import MemoryIndexReport
 from memory_server.search.exact import Match
 from memory_server.search.query import Hit, Mode
+from memory_server.sessions.evidence_status import AutoMemoryStatus, KeptTranscripts
 
 
 class SearchHit(BaseModel):
@@ -49,6 +50,7 @@ class ReadResult(BaseModel):
     text: str
     more: str | None = None
     cut_lines: list[int] | None = None  # lines shown cut to the per-line limit
+    source: str | None = None  # outside the root: which file answered (a transcript or its kept copy; auto memory)
 
 
 class Topic(BaseModel):
@@ -135,6 +137,8 @@ class Status(BaseModel):
     problem_count: int | None = None  # problem_files holds the first few of these
     notes: list[str]
     sessions_queue: SessionsQueue | None = None
+    kept_transcripts: Annotated[KeptTranscripts, PlainObject] | None = None  # sessions/evidence_status.py
+    auto_memory: Annotated[AutoMemoryStatus, PlainObject] | None = None  # None: the project has none
     dream: DreamStatus
     memory_index: Annotated[MemoryIndexReport, PlainObject] | None = None
     config_error: str | None = None

@@ -30,7 +30,7 @@ CLI = [sys.executable, "-m", "memory_server"]  # what the `memory-server` script
 
 # Settings come only from the test itself: never from the user's own config file or environment.
 os.environ["MEMORY_SERVER_CONFIG"] = os.devnull
-for _name in ("MEMORY_TRANSCRIPTS_DIR", "MEMORY_VECTORS_URL", "MEMORY_VECTORS_TOKEN"):
+for _name in ("MEMORY_TRANSCRIPTS_DIR", "MEMORY_AUTO_MEMORY_DIR", "MEMORY_VECTORS_URL", "MEMORY_VECTORS_TOKEN"):
     os.environ.pop(_name, None)
 
 

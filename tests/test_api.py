@@ -47,7 +47,8 @@ def test_init_index_compress_and_search_are_one_call_each(tmp_path: Path) -> Non
         assert memory.compress([transcript(tmp_path / "projects")]).written == []  # nothing new
         memory.index()
         assert memory.search_exact("retries three times")[0].path == "topics/uploads.md"
-        assert memory.status().files_by_layer == {"topic": 3, "session": 1}
+        # the session's transcript is kept in the root (sessions/transcripts/), and searchable as its transcript
+        assert memory.status().files_by_layer == {"topic": 3, "session": 1, "transcript": 1}
 
 
 def test_every_dream_command_is_one_call(tmp_path: Path) -> None:

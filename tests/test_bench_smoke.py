@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import require_shared
+from conftest import SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -325,6 +325,19 @@ def test_server_resources_smoke(tmp_path: Path) -> None:
     assert result["errors"] == 0
     [start] = result["samples"]  # no checkpoint within 12 calls: the state before the first one
     assert start["calls"] == 0 and start["rss_bytes"] > 0 and start["fds"] > 3 and start["threads"] > 1
+
+
+def test_kept_size_smoke(tmp_path: Path) -> None:
+    require_shared(SHARED / "transcripts")
+    out = tmp_path / "kept.json"
+    proc = _run("kept_size.py", "--quick", "--json", str(out))
+    assert "Kept transcripts, bytes per session" in proc.stdout
+    data = _load(out)
+    default, tight = data["summaries"]
+    assert default["sessions"] == tight["sessions"] == 10
+    assert 0 < default["median_bytes"] <= default["p95_bytes"] <= default["max_bytes"] <= default["budget"]
+    assert default["same_messages"] == default["sessions"] and tight["same_line_count"] == tight["sessions"]
+    assert data["compress_seconds"]["keep_on"] > 0
 
 
 def test_failure_replay_on_the_hand_written_sessions(tmp_path: Path) -> None:

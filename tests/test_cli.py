@@ -23,7 +23,7 @@ from memory_server import __version__
 from memory_server.cli import main
 from memory_server.files.scaffold import init_root
 
-COMMANDS = ["compress", "dream", "hook", "hooks", "index", "init", "plugin", "search", "serve", "status"]
+COMMANDS = ["compress", "dream", "hook", "hooks", "index", "init", "keep", "plugin", "search", "serve", "status"]
 
 
 def test_init_never_overwrites(tmp_path: Path):

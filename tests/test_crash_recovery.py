@@ -51,7 +51,9 @@ def run(root: Path, *args: str, crash: str | None = None, timeout: float = 120) 
 
 
 def temp_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.tmp"))
+    """Temp files under the root, but for a kept copy's member in the making (`.memory/keep/`: derived state; the
+    next keeping into the root removes it once it is old, as compression does with its own litter)."""
+    return sorted(p for p in root.rglob("*.tmp") if p.parent != root / ".memory" / "keep")
 
 
 # -- dream apply ------------------------------------------------------------------------------------------

@@ -9,7 +9,18 @@ from conftest import REPO
 from memory_server.parse.markdown import parse_document
 
 README = REPO / "README.md"
-DOCS = ("benchmarks", "settings", "guarantees", "dream", "sessions", "reference", "clients", "embeddings", "python-api")
+DOCS = (
+    "benchmarks",
+    "settings",
+    "guarantees",
+    "dream",
+    "sessions",
+    "evidence",
+    "reference",
+    "clients",
+    "embeddings",
+    "python-api",
+)
 
 
 def readme() -> str:

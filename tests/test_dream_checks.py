@@ -694,6 +694,9 @@ def test_dream_record_names_the_session_file_when_its_transcript_is_gone(
     reference = ref("tooling", "no_make")
     assert "mise" in render_around(root, reference)
     monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(tmp_path / "emptied"))
+    from_copy = render_around(root, reference)  # the kept copy answers, at the same line, and says so
+    assert "mise" in from_copy and "(read from the kept copy sessions/transcripts/" in from_copy.splitlines()[0]
+    shutil.rmtree(root / "sessions" / "transcripts")  # and with no kept copy either
     with pytest.raises(NotFoundError, match=r"cannot be read any more.*sessions/\S+\.md:LINE"):
         render_around(root, reference)
     with pytest.raises(NotFoundError, match="no session of"):

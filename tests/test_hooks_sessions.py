@@ -144,3 +144,49 @@ def test_hook_input_as_claude_code_sends_it(transcript: Path, memroot: MemoryRoo
     raw = json.dumps(payload(transcript, reason="clear"))
     session_end(json.loads(raw), memroot)
     wait_for(lambda: len(session_files(memroot)) == 1, "the compressed session did not appear", memroot)
+
+
+def test_the_session_end_hook_stays_light(memroot: MemoryRoot, tmp_path: Path) -> None:
+    """Claude Code gives a SessionEnd hook about 1.5 s, then kills it: the hook queues the transcript and starts
+    the job without importing any compression code (the parser, the redaction patterns, the kept copy's writer),
+    the settings' pydantic models or anything else heavy. When the queue's module imported the compressor, a
+    busy machine took longer than that: the hook was killed after queueing the session and before starting the
+    job, and nothing recorded the session until the next one started."""
+    import subprocess
+    import sys
+
+    from memory_server.sessions.kept import find_kept
+
+    sid = "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
+    records = [
+        {"type": "user", "sessionId": sid, "timestamp": "2026-03-01T10:00:00Z",
+         "message": {"role": "user", "content": "Move the retry loop into the uploader"}},
+        {"type": "assistant", "sessionId": sid, "timestamp": "2026-03-01T10:01:00Z",
+         "message": {"role": "assistant", "id": "m1", "content": [{"type": "text", "text": "Done."}]}},
+    ]  # fmt: skip
+    transcript = tmp_path / "projects" / f"{sid}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    heavy = (
+        "memory_server.sessions.compress",
+        "memory_server.sessions.keep",
+        "memory_server.sessions.reader",
+        "memory_server.sessions.redact",
+        "memory_server.settings",
+        "pydantic",
+        "chromadb",
+        "onnxruntime",
+        "numpy",
+    )
+    code = (
+        "import sys; from memory_server.cli import main; main(['hook', 'session-end', '--root', sys.argv[1]]); "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    hook_input = json.dumps({"hook_event_name": "SessionEnd", "transcript_path": str(transcript)})
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(memroot.path)], input=hook_input, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+    # The job the hook started records the session and keeps its transcript.
+    wait_for(lambda: len(session_files(memroot)) == 1, "the compressed session did not appear", memroot)
+    wait_for(lambda: find_kept(memroot, sid) is not None, "the transcript was not kept", memroot)

@@ -351,7 +351,8 @@ def verdicts(verdicts_file: str, proposal_id: str | None, as_json: bool) -> None
 
 
 @dream.command(
-    help="Print the turns around a reference (transcript:<id>:LINE or sessions/...md:LINE) as the program "
+    help="Print the turns around a reference (transcript:<id>:LINE, sessions/...md:LINE or "
+    "auto-memory:<file>:LINE) as the program "
     "reads them: who spoke each one, its kind, date and text, quoted and escaped. For checking an item "
     "against the record."
 )

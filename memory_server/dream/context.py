@@ -12,23 +12,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from memory_server.dream.auto_memory import auto_memory_records
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.record import SessionRecord, Turn, load_record, named_transcript, transcript_of
 from memory_server.errors import NotFoundError
 from memory_server.files.root import MemoryRoot, as_root
 from memory_server.parse.text import as_data
+from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings, load_settings
 
 TURN_CHARS = 1200
 
 
 def find_session(root: MemoryRoot, settings: Settings, source: str) -> SessionRecord:
-    """The record of the session a reference names (`transcript:<stem>` or a session file's path)."""
+    """The record of the session a reference names (`transcript:<stem>` or a session file's path), or of a file
+    of Claude Code's auto memory (`auto-memory:<file>`)."""
+    if source.startswith("auto-memory:"):
+        found = next((r for r in auto_memory_records(root, settings) if r.ref_base == source), None)
+        if found is None:
+            raise NotFoundError(f"{source!r} is not a file of Claude Code's auto memory for this project")
+        return found
     for rel in DreamGate(root, settings).session_files():
         if rel == source:
             return load_record(root, rel, settings)
         transcript = transcript_of(root, rel, settings)
-        if transcript is not None and f"transcript:{transcript.stem}" == source:
+        if transcript is not None and f"transcript:{transcript_id(transcript)}" == source:
             return load_record(root, rel, settings)
     gone = _session_naming(root, settings, source)
     if gone is not None:
@@ -80,6 +88,9 @@ def render_around(
     turns = session.turns
     at = next((i for i, t in enumerate(turns) if t.line >= line), len(turns))
     shown = turns[max(0, at - around) : at + around + 1]
-    title = f"{as_data(session.path)} (read from its {session.source}), turns around line {line}:"
+    read_from = (
+        f"the kept copy {session.kept} (Claude Code's transcript is gone)" if session.kept else f"its {session.source}"
+    )
+    title = f"{as_data(session.path)} (read from {as_data(read_from)}), turns around line {line}:"
     body = [x for t in shown for x in _turn(t, t.line == line)]
     return "\n".join([title, *body]) + "\n"

@@ -21,7 +21,8 @@ An items file is JSON, either a list of items or `{"items": [...]}`. Each item:
   does not exist yet is created (give "title" and "description"). Lessons go to topics/lessons.md.
 - replaces: topic lines (`topics/x.md:LINE`) on which the `old` term becomes the `new` one.
 - evidence: references of the forms the pack prints (`transcript:<id>:LINE` for any line of a transcript
-  this dream reads, `sessions/...md:LINE`, `topics/x.md:LINE`) and quotes copied verbatim from the text at
+  this dream reads, `sessions/...md:LINE`, `auto-memory:<file>:LINE` for Claude Code's auto memory, which
+  supports a fact at most, `topics/x.md:LINE`) and quotes copied verbatim from the text at
   that reference (a part of it is enough). What is checked is that the quote is at the reference, not that
   the pack showed it: a line the pack left out for its budget is as good evidence.
 """
@@ -160,7 +161,9 @@ class ProposalItem:
         return hashlib.sha256(f"{self.kind}\x00{self.topic}\x00{words}".encode()).hexdigest()[:16]
 
 
-REF = re.compile(r"^(?:transcript:[^:\s]+|(?:sessions|topics)/[^:\s]+\.md|MEMORY\.md):[1-9]\d*$")
+REF = re.compile(
+    r"^(?:transcript:[^:\s]+|auto-memory:[^:\s]+\.md|(?:sessions|topics)/[^:\s]+\.md|MEMORY\.md):[1-9]\d*$"
+)
 
 
 def _text(raw: dict[str, Any], key: str, where: str) -> str:
@@ -222,7 +225,10 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
             raise ValueError(f"{where}: each evidence entry must be an object with ref and quote")
         ref, quote, role = _text(e, "ref", where), _text(e, "quote", where), _text(e, "role", where) or "support"
         if not REF.match(ref):
-            raise ValueError(f"{where}: {ref!r} is not a reference like transcript:<id>:LINE or sessions/...md:LINE")
+            raise ValueError(
+                f"{where}: {ref!r} is not a reference like transcript:<id>:LINE, sessions/...md:LINE or "
+                "auto-memory:<file>.md:LINE"
+            )
         if len(quote) < 2 or role not in ROLES:
             raise ValueError(f"{where}: evidence at {ref} needs a quote and a role among {', '.join(ROLES)}")
         item.evidence.append(Quote(ref, quote, role))

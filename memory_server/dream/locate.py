@@ -3,8 +3,9 @@
     record = Recorded(sessions)                       # the sessions the pack covers, oldest first
     found = record.locate(Quote("transcript:<id>:54", "Do it."))   # Located, or raises Unlocated
 
-A reference is `transcript:<id>:LINE` (a session whose transcript this dream reads) or `sessions/...md:LINE`
-(a session whose transcript is gone: its compressed file is its record). Anything else is refused: topics,
+A reference is `transcript:<id>:LINE` (a session whose transcript this dream reads, or its kept copy),
+`sessions/...md:LINE` (a session whose transcript is gone: its compressed file is its record), or
+`auto-memory:<file>:LINE` (a line of Claude Code's auto memory, spoken by the model). Anything else is refused: topics,
 CLAUDE.md, README, reports, `..`, sessions this dream does not read. The program, not the item, then says
 who spoke the quoted words, the whole sentence they were cut from, the date, and for an answer what it answers.
 """
@@ -16,12 +17,22 @@ import unicodedata
 from dataclasses import dataclass
 
 from memory_server.dream.items import Quote
-from memory_server.dream.record import AGENT, CLAUDE_CODE, FILE, OUTSIDE, PERSON, TOOL, SessionRecord, Turn
+from memory_server.dream.record import (
+    AGENT,
+    AUTO_MEMORY,
+    CLAUDE_CODE,
+    FILE,
+    OUTSIDE,
+    PERSON,
+    TOOL,
+    SessionRecord,
+    Turn,
+)
 from memory_server.errors import Unlocated
 
 # When several turns share a line (a rejection notice and the person's feedback), the quote is the person's
 # only if their words hold it.
-SPEAKER_ORDER = (PERSON, AGENT, TOOL, FILE, OUTSIDE, CLAUDE_CODE)
+SPEAKER_ORDER = (PERSON, AGENT, TOOL, FILE, AUTO_MEMORY, OUTSIDE, CLAUDE_CODE)
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 GAP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 SENTENCE_LIMIT = 600
@@ -128,6 +139,11 @@ class Recorded:
         source, _, line = ref.rpartition(":")
         if ".." in source.split("/") or "\\" in ref:
             raise Unlocated(f"{ref} leaves the sessions; cite a line of a session this dream reads")
+        if source.startswith("auto-memory:"):
+            found = self.by_base.get(source)
+            if found is None:
+                raise Unlocated(f"{ref} is not a file of Claude Code's auto memory for this project")
+            return found
         if source.startswith("transcript:"):
             found = self.by_base.get(source)
             if found is None:

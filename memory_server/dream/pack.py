@@ -3,7 +3,8 @@
 For the sessions no dream has read (oldest first): per session, the person's corrections, answers and
 requests, commit messages, failures with their error line and fix, the agent's closing replies and Claude
 Code's own summaries, each with its reference and date; then the topic lines that share identifiers with
-them, and an outline of the topics (their sections, to target). Bounded: at most
+them, the entries of Claude Code's auto memory no topic holds yet (dream/auto_memory.py: support for a fact at
+most), and an outline of the topics (their sections, to target). Bounded: at most
 `dream.pack_session_tokens` per session (higher kinds first, the rest counted as left out) and
 `dream.pack_topic_lines` topic lines. Deterministic: same files, same bytes. Every text is
 redacted and shown as a quotation (`> `), never as instructions. Written to `dreams/evidence.md`.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_server.dream.auto_memory import auto_memory_records, pack_section
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
 from memory_server.dream.proposals import dream_lock
@@ -329,7 +331,13 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     names: dict[str, int] = {}
     for ev, body, dropped in blocks:
         left[ev.ref_base] = dropped
-        src = f"transcript `{ev.ref_base}`" if ev.source == "transcript" else "its compressed file (transcript gone)"
+        src = (
+            f"the kept copy `{as_data(ev.kept)}` of transcript `{ev.ref_base}` (Claude Code's transcript is gone)"
+            if ev.kept
+            else f"transcript `{ev.ref_base}`"
+            if ev.source == "transcript"
+            else "its compressed file (transcript gone)"
+        )
         out += [
             f"## Session {ev.date or 'undated'}: `{as_data(ev.path)}`",
             "",
@@ -342,6 +350,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
             names[name] = names.get(name, 0) + 1
     out += _repeated_failures([b[0] for b in blocks])
     topics, _memory_md = load_topics(root)
+    out += pack_section(auto_memory_records(root, settings), topics, ds.pack_auto_memory_tokens)
     lines = _topic_lines(topics, names, ds.pack_topic_lines)
     if lines:
         out += ["## Topic lines that share identifiers with these sessions", ""]

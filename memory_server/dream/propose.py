@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_server.dream.auto_memory import auto_memory_records
 from memory_server.dream.edits import build_changes, section_for
 from memory_server.dream.gate import DreamGate, format_time
 from memory_server.dream.items import ProposalItem, load_items
@@ -77,6 +78,7 @@ class Batch:
     memory_md: TopicFile | None
     tree: GitTree
     redone: ProposalMeta | None = None  # the proposal whose sessions are read again (`--redo`)
+    auto: list[SessionRecord] = field(default_factory=list)  # Claude Code's auto memory, first in every order
 
     @property
     def names_note(self) -> str:
@@ -85,7 +87,8 @@ class Batch:
 
     def context(self) -> Context:
         rejected = rejections(self.state.get("rejected") or {})
-        return Context(Recorded(self.sessions), self.later, self.topics, self.tree, self.settings.dream, rejected)
+        recorded = Recorded([*self.auto, *self.sessions])
+        return Context(recorded, [*self.auto, *self.later], self.topics, self.tree, self.settings.dream, rejected)
 
     def verify(self, items: list[ProposalItem]) -> tuple[list[Verified], list[str]]:
         return verify(items, self.context())
@@ -116,7 +119,8 @@ def open_batch(
         [*sessions, *(s for s in load_records(root, newer, settings) if s.ts >= newest)], key=lambda s: (s.ts, s.path)
     )
     tree = GitTree(root.path)
-    return Batch(root, settings, gate, state, paths, sessions, later, topics, memory_md, tree, redone)
+    auto = auto_memory_records(root, settings)
+    return Batch(root, settings, gate, state, paths, sessions, later, topics, memory_md, tree, redone, auto)
 
 
 def held_sessions(state: DreamState) -> set[str]:

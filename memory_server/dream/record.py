@@ -17,8 +17,10 @@ The program decides who said a line, never an item. Speakers:
 - `claude-code`: Claude Code's own text: compaction summaries and session titles (`summary`), and its
   canned notices: rejections, interruptions, skill bodies, reminders, local command output (`canned`).
 
-From a transcript, references are `transcript:<stem>:LINE` (the JSONL line the text was written on). When the
-transcript is gone, the record is read from the compressed file (`sessions/...md:LINE`), whose labels say
+From a transcript, references are `transcript:<stem>:LINE` (the JSONL line the text was written on). When Claude
+Code has deleted the transcript, its kept copy (`sessions/transcripts/YYYY/<stem>.jsonl.gz`) is read instead:
+the same lines, so the same references (`SessionRecord.kept` names the copy read). When neither is there, the
+record is read from the compressed file (`sessions/...md:LINE`), whose labels say
 who spoke ("User:", "User answered:", "Assistant:", "Claude Code:"). Every text is redacted before it is kept.
 Failures come with their fix window (the edits and commands up to the next success of the same command).
 
@@ -47,7 +49,15 @@ from memory_server.parse.markdown import iso_date
 from memory_server.sessions.event_types import Failure
 from memory_server.sessions.events import SHELL_TOOLS, clarify_notes, clarifying, failed, session_events, tool_label
 from memory_server.sessions.failures import commit_messages, normalise_error
-from memory_server.sessions.reader import Message, ToolResult, ToolUse, Transcript, parse_transcript, request_text
+from memory_server.sessions.reader import (
+    Message,
+    ToolResult,
+    ToolUse,
+    Transcript,
+    parse_transcript,
+    request_text,
+    transcript_id,
+)
 from memory_server.sessions.redact import redact_for_report
 from memory_server.settings import Settings
 
@@ -58,6 +68,7 @@ CACHE_VERSION = 1
 MAX_TURN_CHARS = 100_000  # what the parser keeps of a record's text (sessions/bounds.py)
 PERSON, AGENT, TOOL, FILE, CLAUDE_CODE = "person", "agent", "tool", "file", "claude-code"
 OUTSIDE = "outside"
+AUTO_MEMORY = "auto-memory"  # Claude Code's auto memory: notes the model wrote (dream/auto_memory.py)
 SPEAKER_WORDS = {
     PERSON: "the person",
     AGENT: "the agent",
@@ -65,6 +76,7 @@ SPEAKER_WORDS = {
     FILE: "a file's content",
     CLAUDE_CODE: "Claude Code's own text",
     OUTSIDE: "an outside source (a web page, an issue or pull request, an API)",
+    AUTO_MEMORY: "Claude Code's auto memory (written by the model)",
 }
 # Tools and commands that bring in text someone outside the session wrote: never evidence about the project.
 OUTSIDE_TOOLS = frozenset({"webfetch", "websearch", "web_fetch", "web_search"})
@@ -155,6 +167,7 @@ class SessionRecord:
     ts: float
     turns: list[Turn] = field(default_factory=list)
     failures: list[FailureRecord] = field(default_factory=list)
+    kept: str = ""  # read from this kept copy (relative to the root): Claude Code's transcript is gone
 
     def at(self, line: int) -> list[Turn]:
         """Every turn this session has at one line."""
@@ -202,7 +215,7 @@ class _TranscriptTurns:
 
     def __init__(self, t: Transcript) -> None:
         self.t = t
-        self.base = f"transcript:{t.path.stem}"
+        self.base = f"transcript:{transcript_id(t.path)}"
         self.turns: list[Turn] = []
         self.calls: dict[str, ToolUse] = {}
         self.last_agent: Turn | None = None
@@ -401,7 +414,8 @@ def from_transcript(rel: str, transcript: Path) -> SessionRecord:
     """The record of a session read from its transcript."""
     t = parse_transcript(transcript)
     turns = _TranscriptTurns(t).read()
-    out = SessionRecord(rel, "transcript", f"transcript:{transcript.stem}", _date(t.started), _ts(t.started), turns)
+    base = f"transcript:{transcript_id(transcript)}"
+    out = SessionRecord(rel, "transcript", base, _date(t.started), _ts(t.started), turns)
     out.failures = [_failure(out.ref_base, f, out.date, turns) for f in session_events(t).failures]
     # The failure as the program reads it (its informative error line), citable at the failed call's line.
     out.turns += [  # the failure as the program reads it (its error line), citable at the call too
@@ -526,7 +540,9 @@ def _cache_path(root: MemoryRoot, transcript: Path) -> tuple[Path, str]:
 def _from_json(data: dict[str, Any]) -> SessionRecord:
     turns = [Turn(**t) for t in data["turns"]]
     failures = [FailureRecord(**{**f, "fix": tuple(Turn(**s) for s in f["fix"])}) for f in data["failures"]]
-    return SessionRecord(data["path"], data["source"], data["ref_base"], data["date"], data["ts"], turns, failures)
+    return SessionRecord(
+        data["path"], data["source"], data["ref_base"], data["date"], data["ts"], turns, failures, data.get("kept", "")
+    )
 
 
 def _save_cache(cache: Path, key: str, record: SessionRecord) -> None:
@@ -546,7 +562,9 @@ def named_transcript(root: MemoryRoot, rel: str) -> str | None:
 
 
 def transcript_of(root: MemoryRoot, rel: str, settings: Settings) -> Path | None:
-    """The transcript a compressed session names, when it can still be read (inside an allowed folder)."""
+    """The transcript a compressed session names, when it can still be read (inside an allowed folder), else
+    its kept copy in the root; None when neither is there."""
+    from memory_server.sessions.kept import confine_kept, find_kept
     from memory_server.sessions.transcript_layer import confine
 
     named = named_transcript(root, rel)
@@ -554,25 +572,37 @@ def transcript_of(root: MemoryRoot, rel: str, settings: Settings) -> Path | None
         return None
     try:
         path = confine(Path(named), settings)
+        if path.is_file():
+            return path
     except (MemoryServerError, OSError) as exc:
+        log.info("dream: the transcript of %s cannot be read (%s); looking for its kept copy", rel, exc)
+    kept = find_kept(root, transcript_id(Path(named)))
+    if kept is None:
+        return None
+    try:
+        return confine_kept(root, kept)
+    except MemoryServerError as exc:
         log.info("dream: reading %s from its compressed file (%s)", rel, exc)
         return None
-    return path if path.is_file() else None
 
 
 def load_record(root: MemoryRoot, rel: str, settings: Settings) -> SessionRecord:
-    """The record of one compressed session: from its transcript when it can be read, else from the file."""
+    """The record of one compressed session: from its transcript (or the kept copy of it) when it can be read,
+    else from the file."""
+    from memory_server.sessions.kept import is_kept_copy
+
     transcript = transcript_of(root, rel, settings)
     if transcript is not None:
+        kept = root.relpath(transcript) if is_kept_copy(transcript) else ""
         try:
             cache, key = _cache_path(root, transcript)
             try:
                 cached = json.loads(cache.read_text(encoding="utf-8"))
                 if cached.get("key") == key:
-                    return dataclasses.replace(_from_json(cached["record"]), path=rel)
+                    return dataclasses.replace(_from_json(cached["record"]), path=rel, kept=kept)
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-            record = from_transcript(rel, transcript)
+            record = dataclasses.replace(from_transcript(rel, transcript), kept=kept)
             _save_cache(cache, key, record)
             return record
         except (MemoryServerError, OSError) as exc:

@@ -110,6 +110,8 @@ def _quote_lines(x: Located) -> list[str]:
     head = f"  - `{t.ref}` {t.date or 'undated'}, **{x.who}**" + (
         f" ({t.kind}" + (f", {shown(t.tool, 80)}" if t.tool else "") + ")"
     )
+    if x.session.kept:  # Claude Code deleted the transcript: the line was read from the root's copy
+        head += f" (read from the kept copy `{shown(x.session.kept, 120)}`)"
     out = [head + ":"]
     if t.asked:
         out.append(f"    - what it answers (`{t.asked_ref}`): > {shown(t.asked, 400)}")

@@ -32,8 +32,10 @@ DREAM_PENDING = ".dream-pending"
 LESSONS_TOPIC = f"{TOPICS_DIR}/lessons.md"  # mistakes made more than once, and their fixes
 USER_CONFIG_ENV = "MEMORY_SERVER_CONFIG"
 
-Layer = Literal["topic", "session", "transcript"]  # what a file (and a chunk, a hit) is: see topics/architecture.md
-LAYERS: tuple[Layer, ...] = ("topic", "session", "transcript")
+# What a file (and a chunk, a hit) is, in precedence order: curated topics, Claude Code's auto memory (the
+# model's own notes, outside the root), sessions, transcripts (outside the root). See topics/architecture.md.
+Layer = Literal["topic", "auto_memory", "session", "transcript"]
+LAYERS: tuple[Layer, ...] = ("topic", "auto_memory", "session", "transcript")
 
 
 def layer_of(relpath: str) -> Layer | None:

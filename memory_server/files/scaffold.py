@@ -39,9 +39,11 @@ This project keeps long-term memory in Markdown, searchable through the `memory`
 When sources disagree, trust them in this order:
 
 1. `topics/*.md`: curated current truth. Wins.
-2. `sessions/compressed/`: what happened in past sessions. Recall and routing; not authoritative on facts.
-3. Raw JSONL transcripts: arbitration when a summary and a topic disagree.
-4. The indices under `.memory/` (Chroma, FTS5): derived; regenerate them from the files.
+2. Claude Code's auto memory (`auto-memory:` hits): notes the model wrote for itself, unreviewed. Below topics.
+3. `sessions/compressed/`: what happened in past sessions. Recall and routing; not authoritative on facts.
+4. Raw JSONL transcripts (kept in `sessions/transcripts/` once Claude Code deletes them): arbitration when a
+   summary and a topic disagree.
+5. The indices under `.memory/` (Chroma, FTS5): derived; regenerate them from the files.
 
 When the person asks you to remember something, write it into the topic it belongs to (`topics/*.md`; a new
 topic also gets its line in `MEMORY.md`) and tell them which file you changed, so that they can review it.

@@ -26,6 +26,7 @@ from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import INDEX_LOCK, WriterLock
 from memory_server.files.paths import HardLinks
 from memory_server.files.root import Layer, MemoryRoot, layer_of
+from memory_server.index.auto_memory_sync import AutoMemorySync
 from memory_server.index.embed_cache import EmbeddingCache, text_key
 from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
@@ -92,7 +93,7 @@ class SyncReport:
         )
 
 
-class Indexer(IndexRepairs):
+class Indexer(IndexRepairs, AutoMemorySync):
     """The single writer of a root's indices. Safe to share between threads of one process."""
 
     def __init__(
@@ -211,6 +212,7 @@ class Indexer(IndexRepairs):
             self._transcripts = transcript_sources(self.root, self.settings)
             wanted = dict(self.root.memory_files())
             wanted.update({virtual: "transcript" for virtual in self._transcripts})
+            wanted.update(self._auto_memory_wanted())
             return wanted
         out: dict[str, Layer] = {}
         for rel in paths:
@@ -277,8 +279,8 @@ class Indexer(IndexRepairs):
         self, rel: str, layer: Layer, old: FileRecord | None, report: SyncReport, verify: bool = False
     ) -> None:
         """Index one file if it changed; with `verify`, read it even when its size and time look unchanged."""
-        if layer == "transcript":
-            self._sync_transcript(rel, old, report)
+        if layer in ("transcript", "auto_memory"):
+            self._sync_outside(rel, layer, old, report)
             return
         path = self.root.path / rel
         try:
@@ -325,6 +327,13 @@ class Indexer(IndexRepairs):
         )
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
+
+    def _sync_outside(self, virtual: str, layer: Layer, old: FileRecord | None, report: SyncReport) -> None:
+        """A file outside the root under a virtual path: a transcript (or its kept copy), or auto memory."""
+        if layer == "transcript":
+            self._sync_transcript(virtual, old, report)
+        elif not self._sync_auto_memory(virtual, old, report.added, report.updated):
+            report.unchanged += 1
 
     def _skip(
         self, rel: str, layer: Layer, old: FileRecord | None, st: os.stat_result, report: SyncReport, why: FileSkipped

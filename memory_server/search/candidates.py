@@ -23,7 +23,7 @@ from memory_server.index.vectors import VectorIndex, date_number
 from memory_server.parse.markdown import Chunk
 from memory_server.search.exact import match, phrase_matches
 from memory_server.search.parsed import ParsedQuery
-from memory_server.search.query import Mode, Query
+from memory_server.search.query import EMBEDDED_LAYERS, Mode, Query
 from memory_server.settings import RankingSettings, SearchSettings
 
 Vector = NDArray[np.float32]
@@ -99,7 +99,7 @@ def semantic_candidates(
     tokens: bool,
 ) -> tuple[list[tuple[str, float, Vector | None]] | None, Vector | None]:
     """The nearest chunks to the question (None: no semantic side), and the question's token vectors."""
-    layers = [layer for layer in q.layers if layer != "transcript"]  # transcripts are never embedded
+    layers = [layer for layer in q.layers if layer in EMBEDDED_LAYERS]  # transcripts are never embedded
     if vectors is None or embedder is None or not ranking.semantic_weight or not layers:
         return None, None
     query_tokens: Vector | None = None
@@ -114,7 +114,7 @@ def semantic_candidates(
 def where(layers: Sequence[Layer], after: str | None, before: str | None) -> Where | None:
     """Chroma's filter for the layers and dates asked for (None: no filter)."""
     clauses: list[Where] = []
-    if set(layers) != {"topic", "session"}:
+    if set(layers) != EMBEDDED_LAYERS:
         clauses.append({"layer": {"$in": list(layers)}})
     if after:
         clauses.append({"date_num": {"$gte": date_number(after)}})

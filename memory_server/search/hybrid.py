@@ -12,7 +12,8 @@ setting in `ranking:`):
    score to that topic's candidates and leaves; the passages next to a strong candidate gain a share of its
    score; candidates from the file that answers best rise together;
 5. rerank (late.py): the best candidates reranked token by token against the question (late interaction);
-6. precedence and recency (precedence.py): a per-layer bonus; part of a session's score decays with its age;
+6. precedence and recency (precedence.py): a per-layer bonus (topics, then Claude Code's auto memory, sessions,
+   transcripts); part of a session's score decays with its age;
 7. diversity (diversity.py): MMR against hits already chosen, a per-file quota, near-duplicates dropped;
    never sized by k, so the first n hits of a larger answer are the answer for n;
 8. budget (query.fit_budget): each hit's text cut around its first match.

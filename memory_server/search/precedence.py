@@ -1,6 +1,6 @@
-"""The stage before diversity: layer precedence and recency. On equal relevance a topic beats a session and a
-session a transcript (a per-layer bonus); inside a layer, part of a session's score decays with its age (topics
-never decay)."""
+"""The stage before diversity: layer precedence and recency. On equal relevance a topic beats Claude Code's auto
+memory, that a session, and a session a transcript (a per-layer bonus); inside a layer, part of a session's score
+decays with its age (topics never decay)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ def weigh_precedence(ranked: Ranked, ranking: RankingSettings, today: dt.date) -
 
 
 def adjust(score: float, chunk: Chunk, ranking: RankingSettings, today: dt.date) -> float:
-    bonus = {"topic": ranking.topic_bonus, "session": ranking.session_bonus, "transcript": ranking.transcript_bonus}
+    bonus = {
+        "topic": ranking.topic_bonus,
+        "auto_memory": ranking.auto_memory_bonus,
+        "session": ranking.session_bonus,
+        "transcript": ranking.transcript_bonus,
+    }
     if chunk.layer != "topic" and chunk.date and ranking.recency_weight:
         try:
             age = max(0, (today - dt.date.fromisoformat(chunk.date)).days)

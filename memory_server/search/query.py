@@ -19,7 +19,8 @@ from memory_server.search.exact import Match, clean_query
 from memory_server.settings import SearchSettings
 
 LAYER_RANK = {layer: i for i, layer in enumerate(LAYERS)}
-DEFAULT_LAYERS: tuple[Layer, ...] = ("topic", "session")
+DEFAULT_LAYERS: tuple[Layer, ...] = ("topic", "auto_memory", "session")
+EMBEDDED_LAYERS: frozenset[Layer] = frozenset(DEFAULT_LAYERS)  # transcripts are keyword-only
 # Which signals answered a search_memory: "partial" is hybrid (or semantic) while some files still wait for
 # their vectors (those are found by keywords only so far); "keyword" when the semantic side had nothing to give.
 Mode = Literal["hybrid", "keyword", "semantic", "partial"]

@@ -16,6 +16,10 @@ the new JSONL lines; an unchanged one gives nothing, and so does one without a s
 (for a finished single-part session: the whole file). The transcript is read line by line and hashed as it
 is read, never held whole, and a huge tool output keeps only its head and tail (see `bounds.py`).
 
+Each session compressed also keeps its transcript: a redacted, gzip-compressed copy in
+`sessions/transcripts/YYYY/<id>.jsonl.gz`, written from the same read (`keep.py`, `kept.py`), so the raw layer
+outlives Claude Code's clean-up of its transcripts. `transcripts.keep: false` turns it off.
+
 Same input, same bytes out: no clock is read. Writing holds `.memory/compress.lock`, so two compressions
 of one transcript (SessionEnd racing PreCompact, two terminals) produce one file set.
 
@@ -47,7 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_server.errors import MemoryServerError, PathRefusedError, RootError, TranscriptError
+from memory_server.errors import ConfigError, MemoryServerError, PathRefusedError, RootError, TranscriptError
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.locks import COMPRESS_LOCK, FileLock
 from memory_server.files.root import MemoryRoot, not_set_up_message
@@ -55,8 +59,10 @@ from memory_server.files.writing import remove_stale_temps
 from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.text import SLUG_FILLER
 from memory_server.sessions.digest import Digest
+from memory_server.sessions.keep import Keeper
 from memory_server.sessions.reader import Transcript, parse_transcript
 from memory_server.sessions.render import render
+from memory_server.settings import TranscriptSettings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -93,34 +99,57 @@ def compress_transcript(
             )
     path = path.absolute()
     with compression_lock(root, lock_timeout):
-        # Read line by line, never whole (a transcript can run to hundreds of megabytes); a second read for
-        # a continuation stops where the first did, even if the session wrote more lines meanwhile.
-        full = parse_transcript(path)
+        keeper = Keeper.open(root, path, keep_settings(root))
+        # Read line by line, never whole (a transcript can run to hundreds of megabytes); the kept copy is
+        # written from the same read (`keep.py`).
+        full = parse_transcript(path, on_record=keeper.take if keeper is not None else None)
         parts = existing_parts(root, full.session_id, path.name)
-        start = max((p.last for p in parts), default=0) + 1
-        if start > full.line_count:
-            return []
-        t = full if start == 1 else parse_transcript(path, first_line=start, last_line=full.line_count)
-        digest = Digest.of(t, full)
-        # A first part needs a real request; a continuation needs anything new (not just summary records).
-        if not (digest.has_activity if parts else digest.requests):
-            return []
-        number = max((p.part for p in parts), default=0) + 1
-        previous = parts[-1].path.name if parts else None
-        text = render(digest, number, start, full.sha256, previous)
-        folder, stem = _placement(root, full, parts, digest.goal)
-        remove_stale_temps(folder)  # litter from a compression killed before its rename
-        suffix = "" if number == 1 else f"-part{number}"
-        for attempt in range(1, 10):  # a foreign file with our name (never ours: we checked the parts)
-            name = f"{stem}{suffix}{'' if attempt == 1 else f'-{attempt}'}.md"
-            try:
-                written = root.write_new(root.relpath(folder / name), text)
-            except FileExistsError:
-                continue
-            log.info("compressed %s lines %d-%d into %s", path, start, full.line_count, written)
-            return [written]
-        log.warning("could not find a free file name for %s in %s; nothing written", stem, folder)
+        written = _write_new_part(root, path, full, parts)
+        if keeper is not None and (parts or written):
+            result = keeper.commit(full.started)
+            if result.note:
+                log.info("kept copy of %s: %s", path, result.note)
+        elif keeper is not None:
+            keeper.discard()  # no session recorded from it: nothing to keep
+        return written
+
+
+def _write_new_part(root: MemoryRoot, path: Path, full: Transcript, parts: list[Part]) -> list[Path]:
+    """Write the compressed file for what is new in the transcript since `parts`; [] when there is nothing."""
+    # A second read for a continuation stops where the first did, even if the session wrote more lines meanwhile.
+    start = max((p.last for p in parts), default=0) + 1
+    if start > full.line_count:
         return []
+    t = full if start == 1 else parse_transcript(path, first_line=start, last_line=full.line_count)
+    digest = Digest.of(t, full)
+    # A first part needs a real request; a continuation needs anything new (not just summary records).
+    if not (digest.has_activity if parts else digest.requests):
+        return []
+    number = max((p.part for p in parts), default=0) + 1
+    previous = parts[-1].path.name if parts else None
+    text = render(digest, number, start, full.sha256, previous)
+    folder, stem = _placement(root, full, parts, digest.goal)
+    remove_stale_temps(folder)  # litter from a compression killed before its rename
+    suffix = "" if number == 1 else f"-part{number}"
+    for attempt in range(1, 10):  # a foreign file with our name (never ours: we checked the parts)
+        name = f"{stem}{suffix}{'' if attempt == 1 else f'-{attempt}'}.md"
+        try:
+            written = root.write_new(root.relpath(folder / name), text)
+        except FileExistsError:
+            continue
+        log.info("compressed %s lines %d-%d into %s", path, start, full.line_count, written)
+        return [written]
+    log.warning("could not find a free file name for %s in %s; nothing written", stem, folder)
+    return []
+
+
+def keep_settings(root: MemoryRoot) -> TranscriptSettings:
+    """The root's settings for kept copies; the defaults (with a warning) when memory.yaml cannot be read."""
+    try:
+        return load_settings(root.path).transcripts
+    except ConfigError as exc:
+        log.warning("%s; keeping transcripts with the default settings", exc)
+        return TranscriptSettings()
 
 
 def compress_all(

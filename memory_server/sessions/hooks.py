@@ -1,13 +1,14 @@
 """Claude Code's SessionEnd and PreCompact hooks: compress the session's transcript in the background.
 
-Claude Code gives a SessionEnd hook about 1.5 s and then moves on, so neither hook compresses anything
-itself: each puts the transcript in the root's queue (`sessions/pending.py`: on disk, so the session is never
-lost), then starts `python -m memory_server compress --root <root> --pending --automatic` as a detached
-process (its own session, stdin/stdout closed, stderr appended to `.memory/logs/compress.log`) and returns
-at once. The job compresses whatever the queue holds, under the root's compression lock; when another
-compression holds that lock past `COMPRESS_LOCK_SECONDS` (60 s, or $MEMORY_SERVER_COMPRESS_LOCK_SECONDS),
-the transcript stays queued, and the next hook (any of them: `resume_pending` runs at SessionStart too), the
-server, or `memory-server compress --pending` compresses it.
+Claude Code gives a SessionEnd hook 1.5 s and then kills it, so neither hook compresses anything itself, nor
+imports what compresses (on a busy machine those imports alone took longer than that): each puts the transcript in
+the root's queue (`sessions/pending.py`: on disk, so the session is never lost), then starts
+`python -m memory_server compress --root <root> --pending --automatic` as a detached process (its own session,
+stdin/stdout closed, stderr appended to `.memory/logs/compress.log`) and returns at once. The job compresses
+whatever the queue holds, under the root's compression lock; when another compression holds that lock past
+`COMPRESS_LOCK_SECONDS` (60 s, or $MEMORY_SERVER_COMPRESS_LOCK_SECONDS), the transcript stays queued, and the next
+hook (any of them: `resume_pending` runs at SessionStart too), the server, or `memory-server compress --pending`
+compresses it.
 
 PreCompact compresses what the transcript holds so far; the SessionEnd that follows finds those lines
 covered and writes only a continuation for what came after. A payload without a readable

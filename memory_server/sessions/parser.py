@@ -20,6 +20,10 @@ only (a JSON string may hold U+2028 or a lone "\\r", which str.splitlines would 
 Lines are read one at a time and a record's huge texts are cut to a bounded head and tail after redaction
 (`bounds.py`), so a transcript of any size parses in bounded memory. Nothing here raises but the lines'
 source: opening and reading the file, the one step that can fail, is `reader.parse_transcript`.
+
+`on_record(line, record)` sees every line once it is clean: the record redacted and cut exactly as the parse
+reads it (BLANK for a blank line, NOT_A_RECORD for one that is not a JSON object). Kept copies
+(`sessions/keep.py`) are written from it, so they hold what the parse saw, line for line.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import io
 import json
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,10 @@ _VERSION = re.compile(r"^\d+\.\d+")
 _ABS_PATH = re.compile(r"^(?:/|[A-Za-z]:[\\/]|\\\\)")
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 
+BLANK = object()  # what on_record gets for a blank line
+NOT_A_RECORD = object()  # and for a line that is not a JSON object (or is nested too deep to read)
+RecordSink = Callable[[int, Any], None]
+
 
 def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1) -> Transcript:
     """Parse transcript bytes already read (see parse_transcript)."""
@@ -50,7 +58,12 @@ def parse_transcript_bytes(data: bytes, path: str | Path, *, first_line: int = 1
 
 
 def parse_transcript_lines(
-    lines: Iterable[bytes], path: str | Path, *, first_line: int = 1, last_line: int | None = None
+    lines: Iterable[bytes],
+    path: str | Path,
+    *,
+    first_line: int = 1,
+    last_line: int | None = None,
+    on_record: RecordSink | None = None,
 ) -> Transcript:
     """Parse a transcript from its raw lines, one at a time (an open binary file, or lines ending in "\\n").
 
@@ -58,7 +71,7 @@ def parse_transcript_lines(
     (`bounds.py`), and `Transcript.sha256` hashes the bytes of the lines read. Reading stops after
     `last_line` lines when given (a transcript that grew since an earlier read is read as it was).
     """
-    parser = TranscriptParser(path, first_line=first_line)
+    parser = TranscriptParser(path, first_line=first_line, on_record=on_record)
     parser.feed(lines, last_line=last_line)
     return parser.transcript()
 
@@ -71,8 +84,16 @@ class TranscriptParser:
     `complete_only`: an unterminated last line is left unread even when it is whole JSON (a follower reads
     it once its line break is written, so its line numbers match a full read's)."""
 
-    def __init__(self, path: str | Path, *, first_line: int = 1, complete_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        first_line: int = 1,
+        complete_only: bool = False,
+        on_record: RecordSink | None = None,
+    ) -> None:
         self.t = Transcript(path=Path(path), session_id="", first_line=max(1, first_line))
+        self._on_record = on_record
         self._parser = _Parser(self.t)
         self._redactor = SessionRedactor()  # secrets and <private> text out of every record, before anything reads it
         self._digest = hashlib.sha256()
@@ -97,6 +118,8 @@ class TranscriptParser:
                 t.blank_lines += 1
                 self._digest.update(raw)
                 self.line_count, self.bytes_read = n, self.bytes_read + size
+                if self._on_record is not None:
+                    self._on_record(n, BLANK)
                 continue
             # Decoded from a view (no stripped copy of a line that may hold megabytes), and the bytes let go
             # before JSON is parsed: a huge line is in memory once as text and once as its parsed record.
@@ -119,6 +142,8 @@ class TranscriptParser:
         t = self.t
         if not isinstance(rec, dict):
             t.bad_lines.append(n)
+            if self._on_record is not None:
+                self._on_record(n, NOT_A_RECORD)
             return
         try:
             cuts = cut_long_strings(rec)
@@ -127,7 +152,11 @@ class TranscriptParser:
                 trim_cuts(rec, cuts)
         except RecursionError:  # nested too deep to walk: a record nobody wrote by hand, read as bad
             t.bad_lines.append(n)
+            if self._on_record is not None:
+                self._on_record(n, NOT_A_RECORD)
             return
+        if self._on_record is not None:
+            self._on_record(n, rec)
         self._parser.record(rec, n)
 
     def transcript(self) -> Transcript:
@@ -170,10 +199,19 @@ def _strip_bounds(raw: bytes) -> tuple[int, int]:
     return start, end
 
 
+def transcript_id(path: Path) -> str:
+    """A transcript's id: its file name without `.jsonl` (a kept copy's without `.jsonl.gz`)."""
+    name = path.name
+    for suffix in (".jsonl.gz", ".jsonl"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
 def _session_id(path: Path, seen: list[str]) -> str:
     # The file name is the session id in ~/.claude/projects; copies (or old resumed files that carry the
     # previous session's records first) fall back to the records' sessionId.
-    stem = path.stem
+    stem = transcript_id(path)
     if _UUID.match(stem) or not seen:
         return stem
     return seen[0]

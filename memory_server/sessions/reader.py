@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from memory_server.errors import TranscriptError
+from memory_server.sessions.kept import is_kept_copy, kept_lines
 from memory_server.sessions.model import (
     SEARCH_INPUT_CHARS,
     SEARCH_RESULT_CHARS,
@@ -24,7 +25,13 @@ from memory_server.sessions.model import (
     ToolUse,
     Transcript,
 )
-from memory_server.sessions.parser import parse_timestamp, parse_transcript_bytes, parse_transcript_lines
+from memory_server.sessions.parser import (
+    RecordSink,
+    parse_timestamp,
+    parse_transcript_bytes,
+    parse_transcript_lines,
+    transcript_id,
+)
 
 __all__ = [
     "LOCAL_COMMANDS",
@@ -41,20 +48,27 @@ __all__ = [
     "parse_transcript_lines",
     "read_transcript_bytes",
     "request_text",
+    "transcript_id",
     "transcript_messages",
 ]
 
 
-def parse_transcript(path: str | Path, *, first_line: int = 1, last_line: int | None = None) -> Transcript:
+def parse_transcript(
+    path: str | Path, *, first_line: int = 1, last_line: int | None = None, on_record: RecordSink | None = None
+) -> Transcript:
     """Parse a transcript file line by line; messages before `first_line` are skipped (session facts still
-    come from them), and lines after `last_line` (when given) are not read.
+    come from them), and lines after `last_line` (when given) are not read. A kept copy (`*.jsonl.gz`,
+    `sessions/kept.py`) reads the same way, with the same line numbers. `on_record`: see parser.py.
 
     Memory stays bounded whatever the file's size (see `parser.parse_transcript_lines`); the Transcript's
     `sha256` hashes the lines read. Raises TranscriptError only when the file cannot be opened or read.
     """
     try:
+        if is_kept_copy(path):
+            lines = kept_lines(Path(path))
+            return parse_transcript_lines(lines, path, first_line=first_line, last_line=last_line, on_record=on_record)
         with open(path, "rb") as fh:
-            return parse_transcript_lines(fh, path, first_line=first_line, last_line=last_line)
+            return parse_transcript_lines(fh, path, first_line=first_line, last_line=last_line, on_record=on_record)
     except OSError as exc:
         raise _unreadable(path, exc) from exc
 

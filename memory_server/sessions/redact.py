@@ -11,8 +11,9 @@ Stateless, for any one text:
   UUIDs, commit ids, digests and ordinary code (`password = input('Password: ')`, `PWD=/home/dev`) stay.
 - `drop_private(text)` removes `<private …>…</private>` (attributes allowed, nesting counted); an unclosed
   tag hides the rest of the text.
-- `clean(text)` does both, private text first. `redact_for_report(text)` is the one call for anything a
-  report or log copies from elsewhere (past queries, evidence): the same as `clean`.
+- `clean(text)` does both, private text first; `clean_keeping_lines(text)` the same, with every line where it
+  was (for files read by line number). `redact_for_report(text)` is the one call for anything a report or log
+  copies from elsewhere (past queries, evidence): the same as `clean`.
 
 Every detector is linear by construction: one regex pass whose every quantifier is bounded (the long ones
 possessive), or a scan that resumes after what it read; no pattern can backtrack more than a bounded
@@ -55,6 +56,7 @@ __all__ = [
     "SessionRedactor",
     "budget_fired",
     "clean",
+    "clean_keeping_lines",
     "drop_private",
     "private_tags",
     "redact_for_report",
@@ -206,6 +208,30 @@ def clean(text: str) -> str:
 def redact_for_report(text: str) -> str:
     """What a report or log may copy from user input (a past query, a quoted line): private text and secrets out."""
     return clean(text)
+
+
+def clean_keeping_lines(text: str) -> str:
+    """`clean`, line for line: a file read by line numbers (Claude Code's auto memory) keeps every line where it
+    was. A secret over several lines becomes `[REDACTED]` and its line breaks; a `<private>` span over several
+    lines empties each line it covers."""
+    if not text:
+        return text
+    spans = secret_spans(text)
+    if spans is None:
+        return "\n" * text.count("\n") + TOO_COSTLY
+    parts: list[str] = []
+    pos = 0
+    for s, e in spans:
+        parts += [text[pos:s], REDACTED + "\n" * text.count("\n", s, e)]
+        pos = e
+    parts.append(text[pos:])
+    out: list[str] = []
+    depth = 0
+    for line in "".join(parts).split("\n"):
+        out.append(drop_private("<private>" * depth + line))
+        for _start, _end, kind in private_tags(line, 0, len(line)):
+            depth = max(0, depth + kind)
+    return "\n".join(out)
 
 
 # -- one session, read in order -----------------------------------------------------------------------------

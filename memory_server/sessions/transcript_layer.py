@@ -5,7 +5,9 @@ line numbers are JSONL lines. They are keyword-indexed only (never embedded) and
 query asks for layer "transcript". Only transcripts inside the allowed folders are read: the
 `transcripts.dir` setting, else Claude Code's own `~/.claude/projects` (or `$CLAUDE_CONFIG_DIR/projects`).
 Which ones: every `*.jsonl` directly in `transcripts.dir` when set, plus the transcript each compressed
-session names in its front matter.
+session names in its front matter; when Claude Code's file is gone (deleted by its clean-up) or cannot be
+read, the kept copy in the root (`sessions/transcripts/YYYY/<id>.jsonl.gz`, kept.py) takes its place, under
+the same virtual path with the same line numbers, and every answer from it says so (`source_note`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_server.errors import NotFoundError, PathRefusedError
+from memory_server.errors import MemoryServerError, NotFoundError, PathRefusedError
 from memory_server.files.root import MemoryRoot
 from memory_server.parse.frontmatter import read_front_matter
 from memory_server.parse.markdown import Chunk
+from memory_server.sessions.kept import all_kept, confine_kept, find_kept, is_kept_copy, kept_lines
+from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings
 
 PREFIX = "transcript:"
+KEPT_NOTE = "the kept copy (Claude Code's transcript is gone)"
 
 
 def allowed_dirs(settings: Settings) -> list[Path]:
@@ -48,17 +53,65 @@ def confine(path: Path, settings: Settings) -> Path:
     )
 
 
-def _named_by_sessions(root: MemoryRoot) -> list[Path]:
-    found: list[Path] = []
+@dataclass(frozen=True)
+class Named:
+    """A transcript a compressed session names in its front matter."""
+
+    session: str  # the compressed file, relative to the root
+    transcript: Path
+
+
+def named_transcripts(root: MemoryRoot) -> list[Named]:
+    """Every (session, transcript) the compressed sessions name, in path order."""
+    found: list[Named] = []
     if not root.sessions_dir.is_dir():
         return found
-    for dirpath, _dirs, files in os.walk(root.sessions_dir):
-        for name in files:
-            if name.endswith(".md"):
+    for dirpath, dirs, files in os.walk(root.sessions_dir):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".md") and not name.startswith("."):
                 value = read_front_matter(Path(dirpath, name)).get("transcript")
-                if isinstance(value, str) and value.strip():
-                    found.append(Path(value.strip()))
+                if isinstance(value, str) and value.strip() and "\x00" not in value:
+                    found.append(Named(root.relpath(Path(dirpath, name)), Path(value.strip())))
     return found
+
+
+def _named_by_sessions(root: MemoryRoot) -> list[Path]:
+    return [n.transcript for n in named_transcripts(root)]
+
+
+def confine_source(source: Path, root: MemoryRoot, settings: Settings) -> Path:
+    """The real path of a transcript layer's source: Claude Code's transcript (inside the allowed folders) or a
+    kept copy (inside the root's sessions/transcripts/); PathRefusedError or NotFoundError otherwise."""
+    return confine_kept(root, source) if is_kept_copy(source) else confine(source, settings)
+
+
+def readable_source(virtual: str, recorded: Path | None, root: MemoryRoot, settings: Settings) -> Path:
+    """What to read for a transcript path: the recorded source while it can be read, else the kept copy of the
+    same transcript; NotFoundError when neither is there."""
+    problem: MemoryServerError | None = None
+    if recorded is not None:
+        try:
+            return confine_source(recorded, root, settings)
+        except (NotFoundError, PathRefusedError) as exc:
+            problem = exc
+    kept = find_kept(root, virtual[len(PREFIX) :])
+    if kept is not None:
+        return confine_kept(root, kept)
+    raise problem or NotFoundError(
+        f"no indexed transcript {virtual!r}: use a path from a search_exact hit with layers=['transcript']"
+    )
+
+
+def source_note(source: Path, root: MemoryRoot) -> str:
+    """Which file an answer was read from, in words: Claude Code's transcript, or the root's kept copy."""
+    if is_kept_copy(source):
+        try:
+            shown = root.relpath(Path(source))
+        except ValueError:
+            shown = str(source)
+        return f"{KEPT_NOTE}: {shown}"
+    return f"Claude Code's transcript: {source}"
 
 
 def transcript_sources(root: MemoryRoot, settings: Settings) -> dict[str, Path]:
@@ -75,12 +128,19 @@ def transcript_sources(root: MemoryRoot, settings: Settings) -> dict[str, Path]:
             real = confine(candidate, settings)
         except (PathRefusedError, NotFoundError, OSError):
             continue
-        out.setdefault(PREFIX + real.stem, real)
+        out.setdefault(PREFIX + transcript_id(real), real)
+    for tid, kept in all_kept(root).items():  # Claude Code's copy is gone (or out of reach): the kept one
+        if PREFIX + tid not in out:
+            try:
+                out[PREFIX + tid] = confine_kept(root, kept)
+            except (PathRefusedError, NotFoundError, OSError):
+                continue
     return out
 
 
-def _title(virtual: str) -> str:
-    return f"transcript {virtual[len(PREFIX) :]}"
+def _title(virtual: str, source: Path | None = None) -> str:
+    kept = " (kept copy: Claude Code's transcript is gone)" if source is not None and is_kept_copy(source) else ""
+    return f"transcript {virtual[len(PREFIX) :]}{kept}"
 
 
 def _chunks(virtual: str, messages: list[Any], title: str, date: str | None) -> list[Chunk]:
@@ -140,11 +200,16 @@ class TranscriptFollower:
         messages = self._parser.t.messages
         from_line = messages[-1].line if messages else 1
         before = self.offset
-        with open(self.source, "rb") as fh:
-            fh.seek(before)
-            self._parser.feed(fh)
+        if is_kept_copy(self.source):  # compressed: read whole (a kept copy changes only when a session ends)
+            if before:
+                return None
+            self._parser.feed(kept_lines(self.source))
+        else:
+            with open(self.source, "rb") as fh:
+                fh.seek(before)
+                self._parser.feed(fh)
         t = self._parser.t
-        title = _title(self.virtual)
+        title = _title(self.virtual, self.source)
         date = t.started.date().isoformat() if t.started else None
         chunks = _chunks(self.virtual, [m for m in t.messages if m.line >= from_line], title, date)
         self._parser.drop_done_messages()
