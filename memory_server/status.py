@@ -86,7 +86,7 @@ def build_status(memory: Memory) -> Status:
             pending_files=[as_data(p) for p in pending[:STATUS_LIST_LIMIT]],
             pending_count=len(pending),
         ),
-        semantic_index=semantic_status(memory, files),
+        semantic_index=semantic_status(memory, files, [p for p in pending if p not in files]),
         indexing=indexing_status(memory),
         problem_files=problems[:STATUS_LIST_LIMIT],
         problem_count=len(problems),
@@ -118,7 +118,8 @@ def problem_files(files: Mapping[str, FileRecord], on_disk: MemoryFiles) -> list
     return problems
 
 
-def semantic_status(memory: Memory, files: Mapping[str, FileRecord]) -> SemanticIndexStatus:
+def semantic_status(memory: Memory, files: Mapping[str, FileRecord], new_files: list[str]) -> SemanticIndexStatus:
+    """`new_files`: files on disk the indices have not read yet; each will need its vectors too."""
     enabled = memory.vectors is not None
     tokens = memory.settings.embedding.token_vectors if enabled else "off"
     vector_pending = [
@@ -127,7 +128,7 @@ def semantic_status(memory: Memory, files: Mapping[str, FileRecord]) -> Semantic
     return SemanticIndexStatus(
         enabled=enabled,
         backend=memory.vectors.description if memory.vectors is not None else None,
-        pending_files=len(vector_pending) if enabled else 0,
+        pending_files=len(vector_pending) + len(new_files) if enabled else 0,
         vectors=memory.vector_count(),
         model=memory.embedder.name if memory.embedder is not None else None,
         model_loaded=isinstance(memory.embedder, MiniLMEmbedder) and memory.embedder.is_loaded,

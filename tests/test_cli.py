@@ -71,6 +71,16 @@ def test_search_says_why_it_found_nothing(root: Path):
     assert "topics/printer.md" in r.stdout and r.stderr == "", r.stderr
 
 
+def test_status_of_a_root_never_indexed_counts_its_files_pending_in_both_indices(root: Path):
+    """Before the first index every file waits for both indices, not only for the keyword index."""
+    status = json.loads(run_cli("status", "--json", "--root", str(root)).stdout)
+    assert status["keyword_index"]["pending_count"] == 5
+    assert status["semantic_index"]["pending_files"] == 5, status["semantic_index"]
+    assert run_cli("index", "--keyword-only", "--root", str(root)).returncode == 0
+    status = json.loads(run_cli("status", "--json", "--root", str(root)).stdout)
+    assert status["keyword_index"]["pending_count"] == 0 and status["semantic_index"]["pending_files"] == 5
+
+
 def test_one_command_tree_with_a_version(tmp_path: Path):
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"memory-server {__version__}"

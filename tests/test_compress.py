@@ -531,3 +531,39 @@ def test_the_compress_command_compresses_and_reports_failures(tmp_path: Path, me
     r = run_cli("compress", "--root", str(tmp_path / "no-root"), str(path))
     assert r.returncode == 2 and r.stderr.strip(), r.stderr
     assert not (tmp_path / "no-root" / "sessions").exists()
+
+
+def _session_lines(sid: str, replies: list[dict[str, object]]) -> str:
+    records: list[dict[str, object]] = [
+        {"type": "user", "sessionId": sid, "uuid": "u1", "timestamp": "2026-03-01T10:00:00Z",
+         "message": {"role": "user", "content": "what does error E-4242 mean?"}},
+    ]  # fmt: skip
+    for i, reply in enumerate(replies):
+        records.append({"type": "assistant", "sessionId": sid, "uuid": f"a{i}",
+                        "timestamp": f"2026-03-01T10:0{i + 1}:00Z", **reply})  # fmt: skip
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+NOT_LOGGED_IN = {
+    "isApiErrorMessage": True,
+    "message": {"role": "assistant", "model": "<synthetic>", "id": "s1",
+                "content": [{"type": "text", "text": "Not logged in · Please run /login"}]},
+}  # fmt: skip
+REAL_REPLY = {
+    "message": {"role": "assistant", "model": "claude-x", "id": "m1",
+                "content": [{"type": "text", "text": "E-4242 means the belt tension is out of range."}]},
+}  # fmt: skip
+
+
+def test_replies_claude_code_wrote_in_the_agents_place_are_not_the_agents(tmp_path: Path, memroot: MemoryRoot) -> None:
+    """Claude Code answers "Not logged in" (or an API error) in the agent's place: the record keeps what the
+    person said and never shows that text as the agent's reply; a later real reply is recorded as usual."""
+    sid = "0b1c2d3e-4f50-4a6b-8c7d-9e0f1a2b3c4d"
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text(_session_lines(sid, [NOT_LOGGED_IN]), encoding="utf-8")
+    [first] = compress_transcript(path, memroot)
+    text = first.read_text(encoding="utf-8")
+    assert "E-4242" in text and "Not logged in" not in text and "Assistant" not in text
+    path.write_text(_session_lines(sid, [NOT_LOGGED_IN, REAL_REPLY]), encoding="utf-8")
+    [second] = compress_transcript(path, memroot)
+    assert "belt tension" in second.read_text(encoding="utf-8")

@@ -520,14 +520,15 @@ def test_readme_mcp_add_lines_register_for_every_project_and_record_sessions(
 
 def test_readme_install_path_needs_only_python() -> None:
     """No placeholder to fill in, and no installer a fresh machine lacks (pipx, uv): a venv in the clone. The
-    git-URL route (pip or pipx) is there too, for those who do not clone."""
+    git-URL route (pip into a venv) is there too, for those who do not clone."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "<repository URL>" not in readme
     install = readme[readme.index("\n## Set-up: two commands\n") : readme.index("\n## Claude Code\n")]
     commands = "\n".join(re.findall(r"^```bash\n(.*?)^```", install, flags=re.M | re.S))
     assert "pipx" not in commands and "uv tool" not in commands, commands
     assert readme_block("Install as a Claude Code plugin") == README_PLUGIN
-    assert readme_block("Install as a Claude Code plugin", 2)[0].startswith('pipx install "git+$REPO_URL"')
+    (git_url,) = readme_block("Install as a Claude Code plugin", 2)
+    assert git_url.startswith("python3 -m venv ") and 'pip install "git+$REPO_URL"' in git_url, git_url
 
 
 def test_readme_plugin_lines_run_in_one_shell(

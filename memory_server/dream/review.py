@@ -164,7 +164,10 @@ def show_proposal(
     _finish_interrupted(DreamGate(mroot, settings or _settings(mroot)), "show")
     proposals = list_proposals(mroot)
     if not proposals:
-        raise NotFoundError("no dream proposals yet: run `memory-server dream run`")
+        raise NotFoundError(
+            "no dream proposals yet: /dream (or `memory-server dream run`) makes one from the sessions no dream has "
+            "read; `memory-server dream status` says how many there are"
+        )
     if proposal_id is None:
         waiting = [p for p in proposals if p["pending_hunks"] and p["status"] == "pending"]
         proposal_id = (waiting or proposals)[-1]["id"]

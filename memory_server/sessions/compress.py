@@ -11,7 +11,8 @@ trimmed.
 Append-only: a compressed file is never rewritten. What is already covered is read back from the front
 matter of existing files (session_id, transcript file name, lines), so no state file is needed and deleting
 `.memory/` loses nothing. A transcript that grew gets a continuation (`…-part2.md`, part 3, …) covering only
-the new JSONL lines; an unchanged one gives nothing, and so does one without a single real request.
+the new JSONL lines; an unchanged one gives nothing, and so does one without a single real request. Replies
+Claude Code wrote in the agent's place ("Not logged in", an API error) are not the agent's and are left out.
 `transcript_sha256` hashes the transcript's bytes from its start through the last line the file covers
 (for a finished single-part session: the whole file). The transcript is read line by line and hashed as it
 is read, never held whole, and a huge tool output keeps only its head and tail (see `bounds.py`).

@@ -99,6 +99,10 @@ class Transcript:
     results: dict[str, ToolResult] = field(default_factory=dict)
     sha256: str = ""  # of the bytes of lines 1..line_count, as read
     uuids: set[str] = field(default_factory=set)  # of every record read: tells this session's summaries from others'
+    # Replies Claude Code wrote itself in the agent's place ("Not logged in", an API error, "No response
+    # requested."): not the agent's words, so no message is made of them (a record never says the agent said
+    # them); counted only.
+    synthetic_replies: int = 0
 
     def result_of(self, use: ToolUse) -> ToolResult | None:
         """The result answering a tool call, if the transcript has one."""

@@ -7,6 +7,8 @@ has drifted across versions, so this parser takes what it recognises and counts 
   tool_use, tool_result, image, anything newer is skipped); records without a `type` but with a
   `message.role`; one API message split over consecutive records (same `message.id`) is merged into one
   Message; `isSidechain` (subagent) and `isMeta` records are kept and flagged; `isCompactSummary` is flagged.
+  A reply Claude Code wrote in the agent's place (`isApiErrorMessage`, or the model `<synthetic>`: "Not logged
+  in", an API error) is counted in `Transcript.synthetic_replies`, not made a Message.
 - `summary` records become Messages with role "summary"; `system` records (compact_boundary, errors,
   command output) become role "system" with their `subtype`; early top-level `tool_use` / `tool_result`
   records are read as assistant / user messages.
@@ -270,7 +272,9 @@ class _Parser:
             self._add(m)
         elif isinstance(msg, dict) and rtype in ("user", "assistant", ""):
             role = msg.get("role") if msg.get("role") in ("user", "assistant") else rtype
-            if role in ("user", "assistant"):
+            if role == "assistant" and (rec.get("isApiErrorMessage") is True or msg.get("model") == "<synthetic>"):
+                t.synthetic_replies += 1
+            elif role in ("user", "assistant"):
                 self._add(self._message(rec, msg, role, n, stamp))
 
     def _facts(self, rec: dict[str, Any], rtype: str) -> None:
