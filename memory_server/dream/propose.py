@@ -364,8 +364,8 @@ def _message(
     if origin == "run" and batch.paths:
         apply = f"apply or reject its changes (`memory-server dream apply {dream_id}`), or " if hunks else ""
         message += (
-            f"\nIts {len(batch.paths)} session(s) stay for the agent's /dream (and a due dream stays due) until a person "
-            f"reviews this proposal: {apply}dismiss it (`memory-server dream dismiss {dream_id}`)"
+            f"\nIts {len(batch.paths)} session(s) stay for the agent's /dream (and a due dream stays due) until a "
+            f"person reviews this proposal: {apply}dismiss it (`memory-server dream dismiss {dream_id}`)"
         )
     return message
 

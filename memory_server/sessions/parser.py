@@ -271,11 +271,16 @@ class _Parser:
             m.tool_results.append(self._tool_result(rec, rec, n, single=True))
             self._add(m)
         elif isinstance(msg, dict) and rtype in ("user", "assistant", ""):
-            role = msg.get("role") if msg.get("role") in ("user", "assistant") else rtype
-            if role == "assistant" and (rec.get("isApiErrorMessage") is True or msg.get("model") == "<synthetic>"):
-                t.synthetic_replies += 1
-            elif role in ("user", "assistant"):
-                self._add(self._message(rec, msg, role, n, stamp))
+            self._conversation(rec, msg, rtype, n, stamp)
+
+    def _conversation(
+        self, rec: dict[str, Any], msg: dict[str, Any], rtype: str, n: int, stamp: dt.datetime | None
+    ) -> None:
+        role = msg.get("role") if msg.get("role") in ("user", "assistant") else rtype
+        if role == "assistant" and (rec.get("isApiErrorMessage") is True or msg.get("model") == "<synthetic>"):
+            self.t.synthetic_replies += 1
+        elif role in ("user", "assistant"):
+            self._add(self._message(rec, msg, role, n, stamp))
 
     def _facts(self, rec: dict[str, Any], rtype: str) -> None:
         t = self.t
