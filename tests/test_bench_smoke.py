@@ -173,6 +173,50 @@ def test_run_all_sets_smoke(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "no caller-written query for beam question 1:1" in proc.stderr, proc.stderr
 
 
+def test_variants_smoke(tmp_path: Path) -> None:
+    """bench/variants.py: every variant asked on the same open roots, per set, subset and query source; a
+    variant whose settings are the reference's answers every question as the reference does (same process, same
+    Chroma answers), and each line counts the questions that moved against the first variant."""
+    data = _locomo_data().parent
+    for needed in ("locomo10.json", "beam_100K", "coding-probe"):
+        require_shared(data / needed)
+    out = tmp_path / "variants.json"
+    _caller_queries(
+        tmp_path / "queries",
+        {
+            "locomo.jsonl": [f"0:{i}" for i in range(3)],
+            "beam.jsonl": [f"1:{i}" for i in range(3)],
+            "coding-probe.jsonl": [f"p0{i}" for i in range(1, 4)],
+        },
+    )
+    proc = _run(
+        "variants.py",
+        *("--fake", "--locomo", "0", "--beam", "1", "--max-questions", "3", "--roots", str(tmp_path / "roots")),
+        *("--queries-dir", str(tmp_path / "queries"), "--json-out", str(out)),
+        *(
+            "--variant",
+            "base",
+            "--variant",
+            "same:ranking.file_weight=0.7",
+            "--variant",
+            "nofile:ranking.file_weight=0",
+        ),
+    )
+    assert "FAKE" in proc.stdout
+    result = _load(out)
+    lines = {(r["set"], r["subset"], r["queries"], r["variant"]): r for r in result["results"]}
+    for name, subset in (("locomo", "all"), ("beam", "all"), ("coding", "paraphrase")):
+        for source in ("asked", "caller"):
+            assert {v for s, u, q, v in lines if (s, u, q) == (name, subset, source)} == {"base", "same", "nofile"}
+            base, same = lines[name, subset, source, "base"], lines[name, subset, source, "same"]
+            assert base["up@5"] == base["down@5"] == 0 and base["n"] == 3
+            assert same["up@5"] == same["down@5"] == 0
+            assert [same[f"R@{k}"] for k in (1, 3, 5, 10)] == [base[f"R@{k}"] for k in (1, 3, 5, 10)]
+            key = f"{name}|{subset}|{source}"
+            assert result["questions"][f"{key}|same"] == result["questions"][f"{key}|base"]
+    assert result["config"]["variants"]["nofile"] == {"ranking.file_weight": 0}
+
+
 def test_the_committed_caller_queries_cover_every_question() -> None:
     """bench/queries/ holds one caller-written query for each question of each development set, by the ids
     the harnesses give them, and nothing else."""
