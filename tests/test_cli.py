@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -251,13 +252,27 @@ def test_dream_show_into_head_ends_quietly(tmp_path: Path):
     assert "Traceback" not in shell.stderr, shell.stderr
 
 
-def _stderr_on_a_terminal(args: list[str], interrupt_at: str | None = None) -> tuple[int, str]:
-    """Run `args` with stderr on a terminal; with `interrupt_at`, press Ctrl-C (SIGINT) once that shows."""
+def _stopped(pid: int) -> bool:
+    """The process stopped itself (SIGSTOP at a MEMORY_SERVER_PAUSE_AT point)."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    return stat[stat.rindex(")") + 2] == "T"
+
+
+def _stderr_on_a_terminal(args: list[str], pause_at: str | None = None) -> tuple[int, str]:
+    """Run `args` with stderr on a terminal; with `pause_at`, press Ctrl-C (SIGINT) once the process reaches
+    that point (where it stops itself, so the key lands exactly there however loaded the machine is)."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)
+    env = {**os.environ, "MEMORY_SERVER_PAUSE_AT": pause_at} if pause_at else None
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL, env=env)
     os.close(follower)
     chunks: list[bytes] = []
     while True:
+        if pause_at and not select.select([leader], [], [], 0.1)[0]:
+            if _stopped(proc.pid):
+                proc.send_signal(signal.SIGINT)
+                proc.send_signal(signal.SIGCONT)
+                pause_at = None
+            continue
         try:
             data = os.read(leader, 4096)
         except OSError:  # EIO: the process closed the terminal
@@ -265,9 +280,6 @@ def _stderr_on_a_terminal(args: list[str], interrupt_at: str | None = None) -> t
         if not data:
             break
         chunks.append(data)
-        if interrupt_at and interrupt_at.encode() in b"".join(chunks):
-            proc.send_signal(signal.SIGINT)
-            interrupt_at = None
     os.close(leader)
     assert proc.stdout is not None
     out = proc.stdout.read().decode(errors="replace")
@@ -300,12 +312,12 @@ def test_index_shows_each_stage_from_the_start_on_a_terminal_only(root: Path):
 def test_ctrl_c_during_index_says_what_was_kept(root: Path):
     """Ctrl-C while `index` embeds: it stops, says what it kept (committed files, stored vectors, cached
     embeddings) and how to go on, and exits 130; the next run embeds only what was not cached."""
-    for i in range(150):  # enough chunks that the interrupt lands while embedding, even on a loaded machine
+    for i in range(150):  # several slices of chunks to embed: the interrupt lands after the first
         body = "\n\n".join(
             f"Paragraph {j} of note {i}: belts, gears and pulleys number {i * 10 + j}." for j in range(4)
         )
         write(root, f"topics/note{i}.md", f"# Note {i}\n\n{body}\n")
-    code, err = _stderr_on_a_terminal([*CLI, "index", "--root", str(root)], interrupt_at="embedding 64/")
+    code, err = _stderr_on_a_terminal([*CLI, "index", "--root", str(root)], pause_at="index-embedding-between-slices")
     assert code == 130, err
     kept = re.search(
         r"interrupted: the keyword index is up to date for (\d+) of \1 files; vectors of (\d+) of (\d+) "

@@ -22,6 +22,7 @@ Points:
     dream-apply-before-journal-removed  proposal.json and the dream state written; the journal still there
     index-rebuild-mid-keyword           index --rebuild: half the files read into the uncommitted keyword index
     index-rebuild-after-keyword         the rebuilt keyword index committed; the vectors not yet reset
+    index-embedding-between-slices      a slice of a file group's chunks embedded (and cached), the next not yet
     index-vectors-between-batches       a file group's first batch of vectors written to Chroma, not the rest
     index-vectors-before-manifest       a group's vectors written; the manifest does not yet say so
 """

@@ -467,6 +467,8 @@ class Indexer(IndexRepairs, AutoMemorySync):
             report.chunks_embedded += self.cache.misses - misses  # cached as it goes: an interruption keeps them
             misses = self.cache.misses
             self._set_progress("embedding", done + i + len(part), total, progress)
+            if i + EMBED_SLICE < len(order):
+                crash_point("index-embedding-between-slices")
         self._set_progress("writing", done + len(chunks), total, progress)
         self.vectors.delete_paths([r.path for r in records])
         if chunks:
