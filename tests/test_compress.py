@@ -544,12 +544,12 @@ def _session_lines(sid: str, replies: list[dict[str, object]]) -> str:
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
-NOT_LOGGED_IN = {
+NOT_LOGGED_IN: dict[str, object] = {
     "isApiErrorMessage": True,
     "message": {"role": "assistant", "model": "<synthetic>", "id": "s1",
                 "content": [{"type": "text", "text": "Not logged in · Please run /login"}]},
 }  # fmt: skip
-REAL_REPLY = {
+REAL_REPLY: dict[str, object] = {
     "message": {"role": "assistant", "model": "claude-x", "id": "m1",
                 "content": [{"type": "text", "text": "E-4242 means the belt tension is out of range."}]},
 }  # fmt: skip
