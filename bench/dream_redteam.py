@@ -1,9 +1,10 @@
 """The /dream red-team set through the program's checks: every entry's outcome and the rates per class.
 
-    python bench/dream_redteam.py [--set DIR] [--json OUT]
+    python bench/dream_redteam.py [--set DIR] [--items FILE] [--json OUT]
 
-DIR is a set in the format of tests/dream_redteam/ (the default). Entries on the 16 real sessions need
-../shared (or MEMORY_SERVER_SHARED) and are left out without it.
+DIR is a set in the format of tests/dream_redteam/ (the default); FILE is the file of its entries (default
+items.jsonl, the frozen set; attack-1.jsonl, attack-2.jsonl, attack-3.jsonl are the attack rounds). Entries on
+the 16 real sessions need ../shared (or MEMORY_SERVER_SHARED) and are left out without it.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from conftest import SHARED_TRANSCRIPTS  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", type=Path, default=harness.SET, help="the set's folder (items.jsonl, scenarios/)")
+    parser.add_argument("--items", default="items.jsonl", help="the file of entries in the set's folder")
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     args = parser.parse_args()
     harness.SET = args.set
     entire = SHARED_TRANSCRIPTS / "entire"
-    entries = harness.load_entries(args.set / "items.jsonl")
+    entries = harness.load_entries(args.set / args.items)
     if not entire.is_dir():
         print(f"left out: the entries on the real sessions ({entire} is not here)")
         entries = [e for e in entries if e["scenario"] != "entire"]

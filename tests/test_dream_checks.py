@@ -365,14 +365,18 @@ def test_a_correction_may_not_swap_a_word_for_any_word_its_quotes_hold(root: Pat
         statement="Always commit generated files",
     )
     result = submit(root, [never])
+    # the line's own words ("commit generated files") are the line's; the quote is about the linter
     assert result.id is None and re.search(
-        "no quoted turn states|says much that its quoted turns do not", result.refusals[0]
+        "no quoted turn states|says much that its quoted turns do not|quoted words are about something else",
+        result.refusals[0],
     )
     do_not = correction(
         "Do NOT use", "Use", 12, (ref("ids", "lint_rule"), "always run the linter"), statement="Use `git add -A`"
     )
     result = submit(root, [do_not])
-    assert result.id is None and re.search("no quoted turn states|says much", result.refusals[0])
+    assert result.id is None and re.search(
+        "no quoted turn states|says much|quoted words are about something else", result.refusals[0]
+    )
 
 
 def test_a_correction_with_a_number_the_record_never_gave_is_refused(root: Path) -> None:

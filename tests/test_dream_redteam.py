@@ -6,8 +6,11 @@ left needs a reader: a lesson's meaning, a diagnosis refuted later) and 10 % ref
 (`attack-2.jsonl`, against the verifier after the first): mostly meaning only a reader can judge (a flipped
 order, a pasted claim, a guess, a number said of something else), so the program alone still accepts most of its
 wrong items; the bars keep what it does catch (at most 72 % accepted, 15 % refused) and the second reading does
-the rest (docs/dream.md). The failure message lists
-every entry on the wrong side, with the program's reason."""
+the rest (docs/dream.md). The third round (`attack-3.jsonl`, frozen before it was run, a new scenario
+`shutterbox`): the program alone accepts nearly all of its wrong items (meaning only the second reading
+judges); its test is a guard, not a bar: no entry may go to the wrong side that was not there when it was
+last measured (docs/dream.md), so the count of wrong items accepted and of true items refused cannot rise. The
+failure message lists every entry on the wrong side, with the program's reason."""
 
 from __future__ import annotations
 
@@ -21,6 +24,13 @@ ENTIRE = SHARED_TRANSCRIPTS / "entire"
 WRONG_ACCEPTED, TRUE_REFUSED = 0.10, 0.08
 ATTACK_WRONG_ACCEPTED, ATTACK_TRUE_REFUSED = 0.20, 0.10
 SECOND_ATTACK_WRONG_ACCEPTED, SECOND_ATTACK_TRUE_REFUSED = 0.72, 0.15
+# The third round's entries on the wrong side through the program alone, as measured (docs/dream.md, "Measured").
+THIRD_ATTACK_WRONG_ACCEPTED = frozenset(
+    "w-301 w-303 w-304 w-306 w-307 w-308 w-309 w-310 w-311 w-313 w-314 w-315 w-316 w-317 w-318 w-320 w-321 w-322 "
+    "w-323 w-324 w-326 w-327 w-328 w-330 w-331 w-332 w-333 w-335 w-336 w-337 w-338 w-339 w-342 w-343 w-381 w-382 "
+    "w-383 w-384 w-385 w-391 w-392".split()
+)
+THIRD_ATTACK_TRUE_REFUSED = frozenset({"t-304"})
 
 
 def _outcomes(entries: list[dict[str, object]], base: Path) -> list[tuple[dict[str, object], Outcome]]:
@@ -40,6 +50,11 @@ def attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict
 @pytest.fixture(scope="module")
 def second_attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
     return _outcomes(load_entries(SET / "attack-2.jsonl"), tmp_path_factory.mktemp("attack-2"))
+
+
+@pytest.fixture(scope="module")
+def third_attack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, object], Outcome]]:
+    return _outcomes(load_entries(SET / "attack-3.jsonl"), tmp_path_factory.mktemp("attack-3"))
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +99,22 @@ def test_the_second_attack_round_keeps_what_the_program_catches(
     tally, wrong_side = _rates(second_attack_outcomes)
     assert tally.wrong >= 40 and tally.true >= 20, "the second round is smaller than it should be"
     _assert_within(tally, wrong_side, SECOND_ATTACK_WRONG_ACCEPTED, SECOND_ATTACK_TRUE_REFUSED)
+
+
+def test_the_third_attack_round_does_not_regress(
+    third_attack_outcomes: list[tuple[dict[str, object], Outcome]],
+) -> None:
+    """No wrong item of the third round is accepted, and no true one refused, that was not when it was last
+    measured: the counts (41 of 48 wrong accepted, 1 of 30 true refused, with ../shared) cannot rise."""
+    tally, wrong_side = _rates(third_attack_outcomes)
+    assert tally.wrong >= 40 and tally.true >= 20, "the third round is smaller than it should be"
+    listing = "\n".join(wrong_side)
+    accepted = {str(e["id"]) for e, o in third_attack_outcomes if e["label"] == "wrong" and o.accepted}
+    refused = {str(e["id"]) for e, o in third_attack_outcomes if e["label"] == "true" and not o.accepted}
+    assert not accepted - THIRD_ATTACK_WRONG_ACCEPTED, f"newly accepted wrong items:\n{listing}"
+    assert not refused - THIRD_ATTACK_TRUE_REFUSED, f"newly refused true items:\n{listing}"
+    assert tally.wrong_accepted <= len(THIRD_ATTACK_WRONG_ACCEPTED)
+    assert tally.true_refused <= len(THIRD_ATTACK_TRUE_REFUSED)
 
 
 def test_every_class_of_attack_is_in_the_set() -> None:

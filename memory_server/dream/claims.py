@@ -95,6 +95,8 @@ def fold(text: str) -> str:
 def stem(word: str) -> str:
     """A word's stem: common endings off ("lints", "switched", "tasks"), then its first PREFIX letters."""
     w = word.casefold()
+    if len(w) > 4 and w.endswith(("ied", "ies")):
+        return (w[:-3] + "y")[:PREFIX]  # "retried", "retries": "retry"
     for suffix in ("ing", "ed", "es", "s"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]
@@ -127,7 +129,7 @@ def stems(words: Iterable[str]) -> set[str]:
 
 # A number with its unit ("30 s", "200ms", "port 8081", "3 attempts"): the units are read as one of a few kinds.
 MEASURE = re.compile(
-    r"(?:\bport\s+(\d+))|(?<![\w.])(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?|"
+    r"(?:\bport\s+(\d+))|(?<![\w.])(\d+(?:\.\d+)?)(?:\s*|-)(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?|"
     r"days?|%|percent|kb|mb|gb|attempts?|retries|tries|times|workers?|threads?|lines|chars|characters|bytes)\b",
     re.I,
 )
@@ -247,7 +249,10 @@ def _is_name(term: str) -> bool:
     return bool(re.search(r"[A-Z_./()]|\d", term[1:])) or term.isupper() or term.startswith(("-", SEGMENT))
 
 
-TAKE_OUT = re.compile(r"\b(take|took|taking|rip|ripped|pull|pulled)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I)
+# "take the sleep out", "leave the purge retries out": what is between goes
+TAKE_OUT = re.compile(
+    r"\b(take|took|taking|rip|ripped|pull|pulled|leave|leaving|left)\s+((?:[\w`./-]+\s+){1,3})out\b", re.I
+)
 NEGATIVE_STATEMENT = re.compile(
     r"^\W*(?:do not|don't|dont|never|avoid|stop|no)\b|\b(?:decided against|(?:is|are|was|were) not (?:used|done|"
     r"needed|allowed|run)|must not|mustn't|must never|should never|should not|shouldn't|won't|will not|not to|"
@@ -287,13 +292,28 @@ def negated_terms(sentence: str, terms: Iterable[str]) -> set[str]:
     "replace X with Y": X, "from X to Y": X), counted with parity: "do not delete X" keeps X. Names are
     matched whole, words by their stems."""
     out: set[str] = set()
+    for t in terms:  # each clause with its own parity: "drop --push; nobody should push" negates push
+        for clause in _clauses(sentence):
+            if sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t)) % 2:
+                out.add(t)
+    return out
+
+
+def _clauses(sentence: str) -> list[str]:
     prose = BACKTICKED.sub(lambda m: NOT_BEFORE.sub("_", m.group(0)), sentence)  # code's own NOT is no negation
     prose = CODE_NEGATION.sub("_", prose)
     prose = DONT_FORGET.sub("remember to", prose)  # "don't forget to run X" asks for X
     folded = fold(TAKE_OUT.sub(r"remove \2", prose))  # "take the sleep out": the sleep is removed
-    for t in terms:  # each clause with its own parity: "drop --push; nobody should push" negates push
-        for clause in CLAUSE.split(folded):
-            if sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t)) % 2:
+    return CLAUSE.split(folded)
+
+
+def affirmed_terms(sentence: str, terms: Iterable[str]) -> set[str]:
+    """The `terms` a sentence names in a clause that does not negate them ("leave the purge retries out ...;
+    the next deploy purges again": purges)."""
+    out: set[str] = set()
+    for t in terms:
+        for clause in _clauses(sentence):
+            if _in_span(clause, t) and not sum(1 for a, b in _negated_spans(clause) if _in_span(clause[a:b], t)) % 2:
                 out.add(t)
     return out
 
@@ -305,7 +325,9 @@ PASSIVE_AWAY = re.compile(
 )
 
 
-SUBJECT_END = re.compile(r"\b(?:is|are|was|were|has|have|had|that|which|who|and)\b")
+# where the subject of "X was removed" ends: its verb, or what it was for or in ("the PNG fallback for old
+# browsers was dropped": the fallback went, the browsers did not)
+SUBJECT_END = re.compile(r"\b(?:is|are|was|were|has|have|had|that|which|who|and|for|in|from|on|at|by|with)\b")
 
 
 def _subject_end(clause: str, limit: int) -> int:
@@ -325,10 +347,13 @@ def _negated_spans(clause: str) -> list[tuple[int, int]]:
     return spans
 
 
+PATH_LIKE = re.compile(r"[\w.-]*[\w-]/[\w./-]*")
+
+
 def _in_span(span: str, term: str) -> bool:
     if _is_name(term):
         return bool(re.search(rf"(?<![\w/.]){re.escape(fold(term))}(?![\w/-])", span))
-    return stem(term) in stems(content_words(span))
+    return stem(term) in stems(content_words(PATH_LIKE.sub(" ", span)))  # "sessions" of `entire/sessions` is a name
 
 
 def polarity_terms(statement: str) -> list[str]:

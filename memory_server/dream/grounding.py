@@ -20,6 +20,7 @@ from memory_server.dream.claims import (
     SCOPE,
     TEMPORARY,
     Token,
+    affirmed_terms,
     content_words,
     contrasted_terms,
     fold,
@@ -34,7 +35,7 @@ from memory_server.dream.claims import (
 from memory_server.dream.locate import SENTENCE_BREAK, Located
 from memory_server.dream.names import GitTree
 from memory_server.dream.record import PERSON
-from memory_server.dream.stance import classify, considered_part, kept_part
+from memory_server.dream.stance import classify, considered_part, kept_part, proposal_of
 
 
 def _corpus(located: list[Located]) -> str:
@@ -46,7 +47,7 @@ def _contexts(located: list[Located]) -> str:
     return "\n".join(x.context for x in located)
 
 
-def _has_name(corpus: str, name: str) -> bool:
+def has_name(corpus: str, name: str) -> bool:
     """Whether the quoted turns hold the name, whole (a pattern such as `_test.go` may end a longer name)."""
     bare = name[:-2] if name.endswith("()") else name
     left = "" if bare[:1] in "_.*" else r"(?<![\w])"
@@ -119,11 +120,13 @@ def _grounded(token: Token, statement: str, corpus: str, contexts: str, tree: Gi
         return bool(SCOPE.search(contexts))
     if token.kind == "negation":
         return _negation_grounded(statement, located)
-    if _has_name(corpus, token.text):
+    if has_name(corpus, token.text):
         return True
     return tree.available and tree.problem(token.text) is None
 
 
+# where a name's words meet: "MAX_UPLOAD_MB", "regen_golden"
+NAME_PARTS = re.compile(r"_")
 NUMBER_CLAUSE = re.compile(r"[;:,!?]\s|\.\s|\s[—–-]\s|\bbut\b|\n")
 UNIT_WORDS = frozenset(
     "port ms s sec secs second seconds min mins minute minutes h hour hours day days percent".split()
@@ -136,7 +139,9 @@ def _said_of(number: str, statement: str, contexts: str) -> bool:
     ("the docs server moved to port 8081, 8080 clashes with the API dev server" for "the API dev server
     listens on port 8081")."""
 
-    def words(clause: str) -> set[str]:
+    def words(clause: str, parts: bool = False) -> set[str]:
+        if parts:  # a quote's `MAX_UPLOAD_MB is 50` says 50 of the upload limit in MB
+            clause = f"{clause} {NAME_PARTS.sub(' ', clause)}"
         return stems(w for w in content_words(clause) if w != number and w not in UNIT_WORDS and not w.isdigit())
 
     own = [c for c in NUMBER_CLAUSE.split(statement) if any(v == number for v, _u in measures(c))]
@@ -144,21 +149,35 @@ def _said_of(number: str, statement: str, contexts: str) -> bool:
     if len(wanted) < 2:
         return True  # too little said of it to compare
     clauses = NUMBER_CLAUSE.split(contexts)
-    with_it = max((len(wanted & words(c)) for c in clauses if number in numbers(c)), default=0)
-    without = max((len(wanted & words(c)) for c in clauses if number not in numbers(c)), default=0)
+    with_it = max((len(wanted & words(c, True)) for c in clauses if number in numbers(c)), default=0)
+    without = max((len(wanted & words(c, True)) for c in clauses if number not in numbers(c)), default=0)
     return with_it * 2 >= len(wanted) or without <= with_it
 
 
-def ungrounded(statement: str, located: list[Located], tree: GitTree) -> list[str]:
-    """What the statement says that its quotes do not: numbers, names, quoted strings, negations."""
+def ungrounded(statement: str, located: list[Located], tree: GitTree, kept: str = "") -> list[str]:
+    """What the statement says that its quotes do not: numbers, names, quoted strings, negations. (`kept`: the
+    topic lines a correction rewrites; a number, name or quoted string the statement keeps from them is theirs.)"""
     corpus, contexts = _corpus(located), _contexts(located)
     words = {"number": "number", "name": "name", "quoted": "quoted text", "negation": "negation", "scope": "scope"}
-    found = [t for t in tokens(statement) if not _grounded(t, statement, corpus, contexts, tree, located)]
+    found = [
+        t
+        for t in tokens(statement)
+        if not (t.kind in ("number", "name", "quoted") and _in_line(t, kept))
+        and not _grounded(t, statement, corpus, contexts, tree, located)
+    ]
     if any(t.kind == "negation" for t in found):  # one verdict for all its negations
         found = [t for t in found if t.kind != "negation"] + [next(t for t in found if t.kind == "negation")]
     return [
         f"{words[t.kind]} `{t.text}`" if t.kind not in ("negation", "scope") else f'{t.kind} "{t.text}"' for t in found
     ]
+
+
+def _in_line(token: Token, line: str) -> bool:
+    if not line:
+        return False
+    if token.kind == "number":
+        return token.text in numbers(line)
+    return has_name(line, token.text) if token.kind == "name" else fold(token.text) in fold(line)
 
 
 def temporary_problem(statement: str, located: list[Located]) -> str | None:
@@ -179,11 +198,28 @@ def declines(located: Located) -> bool:
     return bool(located.turn.asked) and classify(located.turn.text) in ("declined", "considered")
 
 
+# "Want me to remove it?": a removal of what the agent's text spoke of just before.
+REMOVES_IT = re.compile(
+    r"\b(?:remove|delete|drop|get rid of|take out|rip out|clean up)\s+(?:it|them|that|this|those|these)\b", re.I
+)
+
+
+def removed_by_pronoun(asked: str, present: list[str]) -> set[str]:
+    """The terms an agent's question removes by a pronoun ("`ARCHIVE_LEVEL` is unused. Want me to remove it?":
+    ARCHIVE_LEVEL): those its text names before the question, when the question removes "it" and names none."""
+    proposal = proposal_of(asked)
+    if not REMOVES_IT.search(proposal) or any(mentions(proposal, [t], 1) for t in present):
+        return set()
+    return {t for t in present if mentions(asked, [t], 1)}
+
+
 def _adopted(said: set[str], present: list[str], x: Located) -> set[str]:
-    """What the statement negates that a quote of the person's adopts (names, not negated, not turned down)."""
+    """What the statement negates that a quote of the person's adopts (names, not negated, not turned down; a
+    yes to "drop X?" or "remove it?" adopts the removal)."""
     if x.turn.speaker != PERSON or classify(x.sentence) != "statement":
         return set()
-    negated = negated_terms(x.sentence, present)
+    said_with = f"{x.answered}\n{x.sentence}" if x.turn.asked else x.sentence  # an answer says what it answers
+    negated = negated_terms(said_with, present) | removed_by_pronoun(x.turn.asked, present)
     return {t for t in present if t in said and t not in negated and not _turned_down(t, [x])}
 
 
@@ -196,7 +232,7 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
     for x in located:
         if x.turn.kind in ("edit", "write", "file", "content"):
             continue  # a file's text says what the code does, not what anyone decided
-        text = f"{x.turn.asked}\n{x.sentence}" if x.turn.asked else x.sentence
+        text = f"{x.answered}\n{x.sentence}" if x.turn.asked else x.sentence
         present = [t for t in terms if mentions(text, [t], 1)]
         if not present:
             continue
@@ -207,7 +243,8 @@ def polarity_problem(statement: str, located: list[Located]) -> str | None:
             negated = set(present) - negated_terms(asked, present)  # "no" to "shall I not ...?" keeps it
             wrong = [t for t in present if t in negated and t not in said]
         else:  # either way round: "X instead of Y" quoted for "Y rather than X" (what they turned down aside)
-            negated = negated_terms(text, present)
+            negated = negated_terms(text, present) | removed_by_pronoun(x.turn.asked, present)
+            negated -= affirmed_terms(x.sentence, present)  # said both ways in the person's words: neither
             wrong = sorted({t for t in present if t in negated and t not in said} | _adopted(said, present, x))
         if wrong and len(wrong) * 2 >= len(present):
             return (

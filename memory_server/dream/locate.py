@@ -120,10 +120,38 @@ class Located:
         return self.turn.who
 
     @property
+    def answered(self) -> str:
+        """For an answer, what it answers: the agent's words, or for "yes to the first, no to the second" the
+        options it picked ("drop the PNG fallback. do not add AVIF output")."""
+        return picked_options(self.turn.asked, self.turn.text) or self.turn.asked
+
+    @property
     def context(self) -> str:
         """The sentence, what follows it in its turn, and for an answer what it answers: what a check reads."""
         said = following(self.turn.text, self.sentence)
-        return f"{self.turn.asked}\n{said}" if self.turn.asked else said
+        return f"{self.answered}\n{said}" if self.turn.asked else said
+
+
+OPTION = re.compile(r"\((\d)\)\s*(.+?)(?=,?\s*(?:and\s+|or\s+)?\(\d\)|[.?!;](?:\s|$)|$)", re.S)
+ORDINALS = {"first": "1", "1st": "1", "one": "1", "second": "2", "2nd": "2", "two": "2", "third": "3", "3rd": "3",
+            "three": "3", "fourth": "4", "4th": "4", "four": "4"}  # fmt: skip
+PICK = re.compile(
+    r"\b(yes|yeah|ok|sure|no|nope|not)\b\s*(?:to|for|on)\s+(?:the\s+|option\s+|number\s+)?"
+    r"(first|1st|one|second|2nd|two|third|3rd|three|fourth|4th|four|\d)\b",
+    re.I,
+)
+
+
+def picked_options(asked: str, answer: str) -> str:
+    """What an answer to numbered options ("(1) drop X, (2) add Y. Want both?") picks, option by option:
+    "yes to the first, no to the second" is "drop X. do not add Y"; "" when it picks none by number."""
+    options = {n: text.strip() for n, text in OPTION.findall(asked)}
+    picked = []
+    for m in PICK.finditer(answer):
+        text = options.get(ORDINALS.get(m.group(2).casefold(), m.group(2)))
+        if text:
+            picked.append(text if m.group(1).casefold() not in ("no", "nope", "not") else f"do not {text}")
+    return ". ".join(picked)
 
 
 class Recorded:

@@ -94,6 +94,7 @@ _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 _PLAN_APPROVED = re.compile(r"^User has approved your plan", re.I)
 _PLAN_HANDOFF = re.compile(r"^\s*Implement the following plan:\s*", re.I)
 APPROVED_PLAN = "approved this plan"  # the person's answer when they approved a whole plan
+REMOVED_ONLY = "(text removed)"  # the text of an edit that only deletes
 _DROPPED_BLOCKS = re.compile(
     r"(?is)<(system-reminder|user-prompt-submit-hook|ide_[a-z_]+|ide-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)"
 )
@@ -128,6 +129,7 @@ class Turn:
     asked_ref: str = ""
     closing: bool = False  # the agent's last text before the person spoke again, or the session ended
     tool: str = ""  # the tool of a call, command, edit or output ("Bash `go test ./...`")
+    removed: str = ""  # for an edit: the text it replaced
 
     @property
     def who(self) -> str:
@@ -210,6 +212,23 @@ def ask_of(text: str, limit: int = 700) -> str:
     return tail if len(tail) <= limit else "… " + tail[-(limit - 2) :]
 
 
+_QUOTED_LINES = re.compile(r"\A((?:[ \t]*>[^\n]*(?:\n|\Z))+)\s*(\S[\s\S]*)\Z")
+
+
+def quoted_reply(text: str, agent_text: str) -> tuple[str, str]:
+    """A message that opens by quoting the agent's words ("> moving them to Git LFS") and answers them below:
+    (the quoted words, the person's own). The quoted words are what the answer answers, not the person's
+    statement. ("", text) when it does not open with a quote of the agent's text."""
+    m = _QUOTED_LINES.match(text)
+    if not m or not agent_text:
+        return "", text
+    quoted = " ".join(line.strip().lstrip(">").strip() for line in m.group(1).splitlines()).strip()
+    folded = " ".join(agent_text.casefold().split())
+    if not quoted or " ".join(quoted.casefold().split()) not in folded:
+        return "", text
+    return quoted, m.group(2).strip()
+
+
 class _TranscriptTurns:
     """Builds the turns of one transcript in order (main thread only: a subagent's records are its own)."""
 
@@ -265,7 +284,9 @@ class _TranscriptTurns:
             listed = use.input.get("edits")
             edits: list[Any] = listed if isinstance(listed, list) else [use.input]
             news = [str(e["new_string"]) for e in edits if isinstance(e, dict) and isinstance(e.get("new_string"), str)]
-            self.turn(line, m, AGENT, "edit", "\n".join(news), tool=label)
+            olds = [str(e["old_string"]) for e in edits if isinstance(e, dict) and isinstance(e.get("old_string"), str)]
+            text = "\n".join(news).strip() or REMOVED_ONLY  # an edit that only deletes is an edit too
+            self.turn(line, m, AGENT, "edit", text, tool=label, removed=_clean("\n".join(olds)))
         elif tool in WRITE_TOOLS and isinstance(use.input.get("content"), str):
             self.turn(line, m, AGENT, "write", use.input["content"], tool=label)
         elif use.name == "ExitPlanMode" and isinstance(use.input.get("plan"), str):
@@ -296,15 +317,16 @@ class _TranscriptTurns:
         dropped = "\n".join(x.group(0) for x in _DROPPED_BLOCKS.finditer(m.text))
         if dropped:
             self.turn(m.line, m, CLAUDE_CODE, "canned", dropped)
-        asked = self.last_agent if self.last_agent is not None and _ANSWER_WORDS.match(req[0]) else None
-        kind = "answer" if asked is not None and is_bare_answer(req[0]) else "request"
+        quoted, own = quoted_reply(req[0], self.last_agent.text if self.last_agent is not None else "")
+        asked = self.last_agent if self.last_agent is not None and _ANSWER_WORDS.match(own) else None
+        kind = "answer" if asked is not None and is_bare_answer(own) else "request"
         self.turn(
             m.line,
             m,
             PERSON,
             kind,
-            req[0],
-            asked=ask_of(asked.text) if asked else "",
+            own,
+            asked=(quoted or ask_of(asked.text)) if asked else "",
             asked_ref=asked.ref if asked else "",
         )
         self.last_agent = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from memory_server.dream.claims import (
     AWAY_BEFORE,
+    UNIT_KINDS,
     content_words,
     measures,
     mentions,
@@ -34,7 +35,7 @@ from memory_server.dream.stance import REVERSAL, classify
 # A sentence that tells what to do (or not to): only such a sentence of the person's can decide otherwise.
 DIRECTIVE = re.compile(
     r"^\W*(?:(?:no|ok|okay|actually|so|and|but|then|please|instead|now|wait|also|hmm|oh)[,\s]+)*(?:don't|do not|"
-    r"dont|never|stop|avoid|let'?s|no\b|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|rename|"
+    r"dont|never|stop|avoid|let'?s|no\b|use|switch|go with|keep|put|move|remove|delete|drop|add|revert|restore|rename|"
     r"set|bump|raise|lower|change|increase|decrease|reduce|make|i (?:don't|do not|never) want|i want|"
     r"replace|skip|leave|take|get rid of|you(?:'re| are) (?:not|wrong)|that(?:'s| is) (?:not|wrong|incorrect)|"
     r"not (?:correct|true|right)|incorrect|wrong|we (?:will|won't|will not|should|shouldn't|should not|"
@@ -100,12 +101,22 @@ def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rar
         return False  # about the subject: a name, three of its words, or one they seldom use ("type" is not enough)
     if _backs_subject(sentence, statement, terms, rare):
         return True
-    if not (_flips(statement, sentence, terms) or superseded(statement, sentence)):
+    if not (_flips(statement, sentence, terms) and _names_enough(sentence, terms) or superseded(statement, sentence)):
         return False
     if turn.speaker == PERSON:
         return turn.kind == "correction" or bool(DIRECTIVE.match(sentence) or AWAY_BEFORE.search(sentence))
     # a commit that removes it or sets another value ("registry: 5s timeout"); "it never reaches X" decides nothing
     return turn.kind == "commit" and bool(AWAY_BEFORE.search(sentence) or superseded(statement, sentence))
+
+
+def _names_enough(sentence: str, terms: list[str]) -> bool:
+    """Whether a sentence names the subject as the statement does for its negation to be about it: a part of
+    a name ("golden" of `tests/golden/sizes.json`) joined to another word ("never skip the golden-image
+    check") names another thing."""
+    hit = [t for t in terms if _is_name_term(t) and mentions(sentence, [t], 1)]
+    if not hit or any(not t.startswith("~") for t in hit):
+        return True
+    return any(re.search(rf"(?<![\w-]){re.escape(t[1:])}(?![\w-])", sentence) for t in hit)
 
 
 PART_BREAK = re.compile(r"[,;:]\s|\s[—–-]\s|\bbut\b|\bhowever\b|\bwhile\b", re.I)
@@ -138,18 +149,40 @@ def _flips(statement: str, sentence: str, terms: list[str]) -> bool:
     return bool(key) and len(differ) * 2 > len(key)
 
 
+# A value a sentence sets: "restore the 3-attempt retry", "back to 30 seconds", "from 30 to 60 seconds".
+SET_VALUE = re.compile(r"\b(?<!up )(?:restore|to)\s+(?:the\s+|a\s+)?(\d+(?:\.\d+)?(?:\s*|-)[a-z%]+)", re.I)
+
+
 def superseded(statement: str, sentence: str) -> bool:
-    """A later sentence that gives another value in the same unit ("set it to 10 seconds" after "30 s")."""
+    """A later sentence that gives another value in the same unit ("set it to 10 seconds" after "30 s"), or
+    sets one while naming the statement's as what it leaves ("restore the 3-attempt retry, 5 attempts hammer
+    the provider" after "5 times")."""
     said = measures(statement)
     later = measures(sentence)
-    return any(unit == u and value != v and (value, unit) not in later for value, unit in said for v, u in later)
+    set_to = measures(" ".join(m.group(1) for m in SET_VALUE.finditer(sentence)))
+    return any(
+        unit == u and value != v and ((value, unit) not in later or (v, u) in set_to)
+        for value, unit in said
+        for v, u in later
+    )
+
+
+# "revert the jitter", "undo the staging log level bump": an undo that names what it undoes, and not as "the
+# change" or "the last commit" (which point back at what was just done).
+UNDO_NAMED = re.compile(
+    r"\b(?:revert|undo|roll back|scrap|back out)\s+(?:the|a|an|your|my|our)\s+"
+    r"(?!(?:last|latest|previous|recent|whole)\b|(?:change|changes|edit|edits|commit|commits|diff|patch)\b)\w",
+    re.I,
+)
 
 
 def _answers_back(sentence: str, statement: str) -> bool:
-    """The person's short reply to the agent's words about the subject that undoes it or sets another value."""
+    """The person's short reply to the agent's words about the subject that undoes it or sets another value.
+    An undo that names another thing ("revert the jitter") undoes that thing, not the subject."""
     if classify(sentence) in ("question", "what-if"):
         return False
-    return bool(UNDO.search(sentence)) or bool(DIRECTIVE.match(sentence)) and superseded(statement, sentence)
+    undoes = bool(UNDO.search(sentence)) and not UNDO_NAMED.search(sentence)
+    return undoes or bool(DIRECTIVE.match(sentence)) and superseded(statement, sentence)
 
 
 def _rare_hit(sentence: str, rare: set[str]) -> bool:
@@ -240,12 +273,20 @@ def _sentences(turn: Turn, quoted: list[str]) -> list[str]:
     return [s for s in out if not any(q in s.casefold() or s.casefold() in q for q in quoted)]
 
 
+def _same_measure(sentence: str, statement: str, terms: list[str]) -> bool:
+    """A sentence with one of the subject's terms that gives its value in the same unit, or another one ("5
+    attempts", "the 3-attempt retry" after "retried up to 5 times"): about the subject."""
+    if not mentions(sentence, [t for t in terms if t.casefold() not in UNIT_KINDS and not t.isdigit()], 1):
+        return False  # "7 days" names no subject of "older than 30 days" by its unit
+    return bool(measures(sentence) & measures(statement)) or superseded(statement, sentence)
+
+
 def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool, seen: tuple[list[str], bool]) -> None:
     """Note one turn: its sentence that takes the subject back, else its first that names it. (`seen`: the
     turn's quoted words, and whether the agent had just spoken of the subject.)"""
     quoted, after_subject = seen
     sentences = _sentences(turn, quoted)
-    hits = [s for s in sentences if mentions(s, out.terms, need)]
+    hits = [s for s in sentences if mentions(s, out.terms, need) or _same_measure(s, statement, out.terms)]
     named_here = bool(hits) or any(mentions(q, out.terms, need) for q in quoted)
     back = next((h for h in hits if _takes_back(turn, h, statement, out.terms, out.rare)), None)
     if back is None and not hits and after_subject and turn.speaker == PERSON and len(turn.text) < 300:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memory_server.dream.claims import DONT_FORGET
+from memory_server.dream.claims import DONT_FORGET, mentions
 
 QUESTION_START = re.compile(
     r"^\s*(?:what if|what about|how about|should we|shall we|could we|can we|would it|would we|do we|does it|"
@@ -42,7 +42,7 @@ CONSIDERED_THEN_KEPT = re.compile(
 DECLINED = re.compile(
     r"\b(?:i would not|i wouldn't|let's not|lets not|we won't|we will not|don't do|do not do|"
     r"decided against|not worth it|don't set|do not set|not in this branch|let's leave it|leave it as it is|"
-    r"not now|no thanks|no need)\b",
+    r"not now|no thanks|no need|overkill)\b",
     re.I,
 )
 # A request worded as a question: "can you ...", "could we ...", "would you ...".
@@ -203,3 +203,31 @@ def stance_problem(
             'change that followed, or use stance "hypothetical"'
         )
     return None
+
+
+# Words that keep something as it is: "stays at 50", "keep the fixtures in the repository", "leave them".
+KEEPS = re.compile(
+    r"\b(?:stays?|stayed|staying|keep|keeps|kept|keeping|remains?|remained|leave|leaves|unchanged|as (?:it )?is|"
+    r"still|is right|are right|stick with|sticking with)\b",
+    re.I,
+)
+PROPOSING = re.compile(r"\?\s*$|\b(?:i'?d suggest|i suggest|i propose|i recommend|i can|i could|want me to)\b", re.I)
+
+
+def proposal_of(asked: str) -> str:
+    """What an agent's text asks the person to agree to: its questions and proposals, else all of it."""
+    parts = [p for p in SENTENCE_BREAK.split(asked) if PROPOSING.search(p.strip())]
+    return " ".join(parts) if parts else asked
+
+
+def no_keeps_it(statement: str, answer: str, asked: str, named: list[str]) -> bool:
+    """Whether the person's "no" to the agent's proposal of a change supports a statement that keeps things as
+    they are ("Want me to lower it?" - "no, 50 is right" for "`MAX_UPLOAD_MB` stays at 50"): the statement keeps,
+    the proposal does not, and what the statement keeps (`named`: its terms it does not negate) is not what the
+    proposal would bring in ("Switch to zstd?" - "no" never supports "The archive stays on zstd")."""
+    if not asked or not NO_START.match(answer) or not KEEPS.search(statement):
+        return False
+    proposal = proposal_of(asked)
+    if KEEPS.search(proposal):
+        return False  # "no" to "should I keep it?" does not keep it
+    return not mentions(proposal, named, 1)

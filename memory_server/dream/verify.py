@@ -39,12 +39,14 @@ from memory_server.dream.claims import (
     mentions,
     negated_terms,
     negative,
+    numbers,
+    polarity_terms,
     rule_like,
     stems,
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
-from memory_server.dream.grounding import declines, polarity_problem, temporary_problem, ungrounded
+from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
@@ -63,7 +65,7 @@ from memory_server.dream.record import (
 )
 from memory_server.dream.rejections import Rejection, matching_rejection, near_rejection
 from memory_server.dream.reversals import Later, later_mentions
-from memory_server.dream.stance import classify, considered_part, kept_part, stance_problem
+from memory_server.dream.stance import classify, considered_part, kept_part, no_keeps_it, stance_problem
 from memory_server.dream.topics import TopicFile, heading_key, headings
 from memory_server.errors import Refused, Unlocated
 from memory_server.parse.text import UNSAFE_CHAR, invisible
@@ -78,6 +80,7 @@ ADDRESSED = re.compile(
     re.I,
 )
 REMOVED_AFTER = (
+    r"`?\s*(?:→|->|=>)|"  # "`LastInteractionAt` → `LastInteractionTime`": the old name of a rename
     r"`?(?:\s+[\w-]+){0,2}\s+(?:was|were|has been|have been|is|are|got|gets|being)\s+"
     r"(?:removed|deleted|dropped|renamed|replaced|gone)|`?\s+(?:is not|isn't|is no longer|does not exist|doesn't exist|"
     r"is only|only appears)\b"
@@ -191,15 +194,78 @@ def _statement_problem(item: ProposalItem) -> None:
         raise Refused("a word of the statement mixes Latin letters with look-alikes from another alphabet; retype it")
 
 
-def _coverage(item: ProposalItem, support: list[Located]) -> None:
+def _replaced_lines(item: ProposalItem, topic: TopicFile | None) -> str:
+    """The topic lines a correction rewrites, without the span it replaces: the words it keeps around the span
+    are theirs (never the old value itself)."""
+    if topic is None:
+        return ""
+    numbers_ = [int(ref.rsplit(":", 1)[1]) for ref in item.replace_lines if ref.rsplit(":", 1)[-1].isdigit()]
+    lines = [topic.lines[n - 1] for n in numbers_ if 0 < n <= len(topic.lines)]
+    return " ".join(line.replace(item.old, " ") if item.old else line for line in lines)
+
+
+def _coverage(item: ProposalItem, support: list[Located], topic: TopicFile | None = None) -> None:
     said = stems(content_words(item.statement))
     corpus = " ".join(f"{x.turn.asked} {x.turn.text} {x.turn.tool}" for x in support)
+    corpus += " " + _replaced_lines(item, topic)
     held = said & stems(content_words(corpus))
     if said and len(held) < COVERAGE * len(said):
         raise Refused(
             f"the statement says much that its quoted turns do not (they hold {len(held)} of its {len(said)} words); "
             "a statement says what its quotes say"
         )
+
+
+# The agent telling of a change it made: "Removed `X` from config.py", "I bumped the version to 0.9.1".
+CHANGE_CLAIM = re.compile(
+    r"(?:^\W*(?:also\s+|just\s+|and\s+|then\s+)?|\b(?:i|i've|i have|we|we've|we have)\s+(?:also\s+|just\s+)?)"
+    r"(?:removed|renamed|added|changed|set|"
+    r"bumped|dropped|moved|replaced|updated|deleted|switched|raised|lowered|reverted|committed|fixed|created|"
+    r"wrote|rewrote|enabled|disabled|capped|pinned|unpinned|merged|pushed|tagged|deployed|installed|upgraded|"
+    r"downgraded)\b",
+    re.I,
+)
+DONE_KINDS = ("edit", "write", "command", "commit", "call")
+FILE_LIKE = re.compile(r"/|\.(?:py|go|rs|ts|js|toml|ya?ml|json|md|cfg|ini|txt|sh)$")
+CLAIM_VERBS = frozenset(
+    "removed renamed added changed set bumped dropped moved replaced updated deleted switched raised lowered "
+    "reverted committed fixed created wrote rewrote enabled disabled capped pinned unpinned merged pushed tagged "
+    "deployed installed upgraded downgraded now also just".split()
+)
+
+
+def _change_shown(x: Located) -> bool:
+    """Whether the change the agent's sentence says it made shows in a tool call of the session before it (an
+    edit, a write, a command, a commit): one of the names or numbers the sentence gives, or two of its words
+    when it gives none."""
+    done = " ".join(
+        f"{t.text} {t.removed} {t.tool}" for t in x.session.turns if t.line <= x.turn.line and t.kind in DONE_KINDS
+    )
+    if not done:
+        return False
+    found = [*identifiers(x.sentence), *sorted(numbers(BACKTICKED.sub(" ", x.sentence)))]
+    things = [n for n in found if not FILE_LIKE.search(n)]  # what was changed, rather than the file it is in
+    names = things or found
+    if names:  # `Pool.Drain` shows as "func (p *Pool) Drain": a dotted name by its last part
+        return any(has_name(done, n) or "." in n and has_name(done, n.rsplit(".", 1)[1]) for n in names)
+    words = [w for w in dict.fromkeys(content_words(x.sentence)) if w not in CLAIM_VERBS]
+    return mentions(done, words, min(2, len(words)))
+
+
+def _claimed_change(support: list[Located]) -> None:
+    """Support that is only the agent's word for a change it made (no edit, command or output cited) holds only
+    when the session shows the change: an agent that says "Removed X" with no edit of X in the session
+    removed nothing."""
+    if any(x.turn.kind in (*DONE_KINDS, "output", "error", "file") for x in support):
+        return
+    for x in support:
+        if x.turn.speaker == AGENT and x.turn.kind == "reply" and CHANGE_CLAIM.search(x.sentence):
+            if not _change_shown(x):
+                raise Refused(
+                    f"the agent says it made a change at {x.quote.ref} ({x.sentence[:160]!r}), and no edit, write "
+                    "or command of that session shows it; cite the change itself (the edit, the commit, the "
+                    "output), or drop the item"
+                )
 
 
 def _agent_support(item: ProposalItem, support: list[Located]) -> None:
@@ -264,16 +330,29 @@ def _decisive(item: ProposalItem, support: list[Located]) -> list[Located]:
     return about
 
 
+def _kept_by_no(item: ProposalItem, decisive: list[Located]) -> list[Located]:
+    """The person's "no" to a proposed change, quoted for a statement that keeps things as they are."""
+    terms = polarity_terms(item.statement)
+    named = [t for t in terms if t not in negated_terms(item.statement, terms)]
+    return [
+        x
+        for x in decisive
+        if x.turn.speaker == PERSON and no_keeps_it(item.statement, x.turn.text, x.turn.asked, named)
+    ]
+
+
 def _stance(item: ProposalItem, decisive: list[Located]) -> None:
     if item.stance == "adopted":
+        kept = _kept_by_no(item, decisive)
+        read = [x for x in decisive if x not in kept]  # a "no" that keeps it supports it: not read as declining
         problem = stance_problem(
-            [(x.sentence, x.context) for x in decisive],
+            [(x.sentence, x.context) for x in read],
             negative(item.statement),
             is_decision(item),
             item.statement,
-            rests=[following(x.turn.text, x.sentence, 50) if x.turn.speaker == PERSON else None for x in decisive],
+            rests=[following(x.turn.text, x.sentence, 50) if x.turn.speaker == PERSON else None for x in read],
         )
-        problem = problem or _answers_problem(item, decisive) or _person_turned_it_down(item, decisive)
+        problem = problem or _answers_problem(item, decisive) or _person_turned_it_down(item, read)
     else:
         problem = _rejected_problem(item, decisive)
     problem = problem or polarity_problem(item.statement, decisive) or temporary_problem(item.statement, decisive)
@@ -364,7 +443,8 @@ def _target(item: ProposalItem, ctx: Context) -> None:
 
 
 def _grounding(item: ProposalItem, support: list[Located], ctx: Context) -> None:
-    missing = ungrounded(item.statement, support, ctx.tree)
+    kept = _replaced_lines(item, ctx.topics.get(item.topic)) if item.replace_lines else ""
+    missing = ungrounded(item.statement, support, ctx.tree, kept)
     if missing:
         raise Refused(
             "the statement says what its quotes do not: "
@@ -413,7 +493,9 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
     _statement_problem(item)
     support = _support(item, located)
     _auto_memory_decision(item, support)
-    _coverage(item, support)
+    _coverage(item, support, ctx.topics.get(item.topic) if item.replace_lines else None)
+    if item.kind != "lesson":
+        _claimed_change(support)
     if item.kind != "lesson" and not is_decision(item):
         _agent_support(item, support)
     if item.kind == "lesson":
