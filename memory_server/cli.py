@@ -168,7 +168,8 @@ def status(as_json: bool) -> None:
         echo_json(info.model_dump(mode="json", exclude_none=True))
         return
     click.echo(f"root: {as_data(info.root)}")
-    click.echo(f"files: {info.files} {info.files_by_layer}  chunks: {info.chunks}")
+    layers = ", ".join(f"{layer} {n}" for layer, n in info.files_by_layer.items())
+    click.echo(f"files: {info.files}{f' ({layers})' if layers else ''}  chunks: {info.chunks}")
     kw = info.keyword_index
     click.echo(f"keyword index: {'up to date' if kw.fresh else str(kw.pending_count) + ' files pending'}")
     sem = info.semantic_index

@@ -80,6 +80,8 @@ def test_status_of_a_root_never_indexed_counts_its_files_pending_in_both_indices
     assert run_cli("index", "--keyword-only", "--root", str(root)).returncode == 0
     status = json.loads(run_cli("status", "--json", "--root", str(root)).stdout)
     assert status["keyword_index"]["pending_count"] == 0 and status["semantic_index"]["pending_files"] == 5
+    files_line = run_cli("status", "--root", str(root)).stdout.splitlines()[1]
+    assert re.fullmatch(r"files: 5 \(topic \d+(, \w+ \d+)*\)  chunks: \d+", files_line), files_line
 
 
 def test_one_command_tree_with_a_version(tmp_path: Path):

@@ -567,3 +567,16 @@ def test_replies_claude_code_wrote_in_the_agents_place_are_not_the_agents(tmp_pa
     path.write_text(_session_lines(sid, [NOT_LOGGED_IN, REAL_REPLY]), encoding="utf-8")
     [second] = compress_transcript(path, memroot)
     assert "belt tension" in second.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("given", "recorded"), [("HEAD", None), ("feature/belts", "feature/belts")])
+def test_the_branch_is_recorded_only_when_there_is_one(
+    given: str, recorded: str | None, tmp_path: Path, memroot: MemoryRoot
+) -> None:
+    """Claude Code writes gitBranch "HEAD" for a folder that is not a git repository: that is no branch."""
+    sid = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+    lines = [json.loads(line) for line in _session_lines(sid, [REAL_REPLY]).splitlines()]
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps({**r, "gitBranch": given}) + "\n" for r in lines), encoding="utf-8")
+    [written] = compress_transcript(path, memroot)
+    assert read_front_matter(written).get("branch") == recorded

@@ -413,7 +413,7 @@ def gather(
         paths = gate.unprocessed_sessions(gate.load_state())
         if not paths and not gate.load_state().get("held"):
             return Gathered(
-                None, None, "nothing new: every session has been read by a dream (see `memory-server dream status`)"
+                None, None, "nothing new: no recorded session waits for a dream (see `memory-server dream status`)"
             )
         pack = build_pack(mroot, paths, settings, gate.load_state().get("held") or {})
         path = write_pack(mroot, pack)

@@ -108,7 +108,7 @@ def open_batch(
         paths = sorted(set(paths) | again)
     held = held_sessions(state)
     if not paths and not held:
-        raise DreamError("nothing new: every session has been read by a dream (see `memory-server dream status`)")
+        raise DreamError("nothing new: no recorded session waits for a dream (see `memory-server dream status`)")
     topics, memory_md = load_topics(root)
     # Sessions cited by verified items still waiting are read again as evidence only (not marked again).
     evidence_paths = sorted(set(paths) | {p for p in held if (root.path / p).is_file()})

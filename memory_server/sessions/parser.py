@@ -293,7 +293,13 @@ class _Parser:
         if t.cwd is None and isinstance(cwd, str) and _ABS_PATH.match(cwd):
             t.cwd = cwd
         branch = rec.get("gitBranch")
-        if t.git_branch is None and isinstance(branch, str) and branch.strip() and not re.search(r"\s", branch):
+        # "HEAD" is what Claude Code writes outside a git repository (and on a detached HEAD): no branch.
+        if (
+            t.git_branch is None
+            and isinstance(branch, str)
+            and branch.strip() not in ("", "HEAD")
+            and not re.search(r"\s", branch)
+        ):
             t.git_branch = branch
         version = rec.get("version")
         if isinstance(version, str) and _VERSION.match(version):
