@@ -599,6 +599,8 @@ def test_a_moved_installation_says_how_to_fix_it_until_plugin_install_runs_again
     again = run([str(server_bin), "plugin", "install"], cwd=tmp_path, env=env)
     assert again.returncode == 0, show(again)
     assert record.read_text(encoding="utf-8") == good
+    # it says whose installation it replaced
+    assert "replaced: the plugin ran " in again.stdout and "moved-away" in again.stdout, show(again)
     listed, line = list_until_connected([claude_bin, "mcp", "list"], PLUGIN_SERVER, cwd=project, env=env)
     assert "✔ Connected" in line, show(listed)
     assert other_program_runs(other_program) == ""

@@ -32,6 +32,7 @@ from memory_server import __version__
 from memory_server.claude_code.claude_cli import run_claude
 from memory_server.claude_code.plugin_files import LAUNCHER, PLUGIN_NAME, manifest, plugin_files, plugin_source
 from memory_server.errors import SetupError
+from memory_server.parse.text import as_data
 
 MARKETPLACE = "memory-server"
 PLUGIN_ID = f"{PLUGIN_NAME}@{MARKETPLACE}"
@@ -137,6 +138,15 @@ class PluginInstall:
     changed: bool
 
 
+def recorded_installation(target: Path) -> str | None:
+    """The installation an installed plugin folder runs, as its record says; None when there is none."""
+    try:
+        python = json.loads((target / "plugin" / RECORD).read_text(encoding="utf-8")).get("python")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return python if isinstance(python, str) else None
+
+
 def install_plugin(claude: str) -> PluginInstall:
     """Install (or refresh) the plugin for this installation. Claude Code's commands run every time (they
     change nothing when all is in place); it reports "nothing changed" when the plugin files were already
@@ -144,9 +154,12 @@ def install_plugin(claude: str) -> PluginInstall:
     target, python, installation = marketplace_dir(), launcher_python(), installation_python()
     if not python.is_file():
         raise SetupError(f"this installation's base Python {python} does not exist; reinstall memory-server")
+    before = recorded_installation(target)
     files_changed = replace_folder(target, plugin_source(), python, installation)
     what = f"memory-server {__version__}, running {installation}"
     done = [f"plugin files: {target} ({what})" if files_changed else f"plugin files: {target} already up to date"]
+    if before is not None and before != str(installation):
+        done.append(f"replaced: the plugin ran {as_data(before)}; it now runs {installation}")
     run_claude(claude, "plugin", "marketplace", "add", str(target))
     done.append(f"claude plugin marketplace add {target}")
     said = run_claude(claude, "plugin", "install", PLUGIN_ID, "--scope", "user", "--config", f"python={python}")
