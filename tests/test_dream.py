@@ -1065,6 +1065,14 @@ updated: 2025-12-01
 
 All settings go through the `settings` package.
 
+**Usage:**
+```go
+s, err := settings.Load()
+```
+
+**Do NOT:**
+- Read `.entire/settings.json` directly
+
 **Key files:**
 - `settings/settings.go` - the struct and `Load()`
 
@@ -1078,7 +1086,7 @@ All settings go through the `settings` package.
 """
 
 
-def test_a_line_for_a_section_follows_its_prose_not_into_its_last_labelled_list(root: Path) -> None:
+def test_a_line_for_a_section_follows_its_prose_not_into_a_labelled_list(root: Path) -> None:
     (root / "topics" / "code.md").write_text(SETTINGS_TOPIC, encoding="utf-8")
     result = dream(
         root,
@@ -1090,9 +1098,8 @@ def test_a_line_for_a_section_follows_its_prose_not_into_its_last_labelled_list(
     apply_proposal(root, result.id, clock=lambda: NOW)
     text = (root / "topics" / "code.md").read_text()
     assert (
-        "All settings go through the `settings` package.\n\n"
-        "- Command output is plain text by default.\n\n**Key files:**"
-    ) in text, text
+        "All settings go through the `settings` package.\n\n- Command output is plain text by default.\n\n**Usage:**"
+    ) in text, text  # not after the "Do NOT" list, where it would read as one more thing not to do
     assert "- Log to stderr.\n- Log lines are plain text too.\n" in text  # the section's own list: joined
 
 

@@ -111,6 +111,7 @@ def story_tests() -> Script:
         "mise run test:integration", "FAILED tests/it/test_store.py::test_roundtrip - KeyError: 'id'", error=True
     )
     L["fail_store"] = fail[0]
+    L["plan_store"] = s.assistant("The store drops its ids on a roundtrip. Let me fix it.")
     L["fix_store"] = s.edit("src/app/store.py", "class Store:", "class Store:  # keeps ids")[0]
     L["pass_store"] = s.bash("mise run test:integration", "2 passed")[0]
     L["later_note"] = s.assistant("Both integration tests pass now.")
@@ -340,6 +341,27 @@ def test_a_lesson_groups_different_errors_by_meaning_over_two_sessions(root: Pat
     assert result.id and not result.refusals, result.refusals
     diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
     assert "KeyError: 'id'" in diff and "SystemExit: 2" in diff  # each session's own mistake and fix
+
+
+def test_a_lesson_shows_the_fix_step_not_the_agents_words_before_it(root: Path) -> None:
+    lesson = {
+        "kind": "lesson",
+        "statement": "Integration tests break on refactors: run mise run test:integration before pushing",
+        "stance": "adopted",
+        "evidence": [
+            {"ref": ref("tests", "fail_store"), "quote": "KeyError: 'id'"},
+            {"ref": ref("tests", "plan_store"), "quote": "Let me fix it."},
+            {"ref": ref("tests", "fix_store"), "quote": "class Store:  # keeps ids"},
+            {"ref": ref("cli", "fail_cli"), "quote": "SystemExit: 2"},
+            {"ref": ref("cli", "fix_cli"), "quote": "action='store_true'"},
+        ],
+    }
+    result = submit(root, [lesson])
+    assert result.id and not result.refusals, result.refusals
+    diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
+    fixes = [line for line in diff.splitlines() if line.lstrip("+ ").startswith("Fix:")]
+    assert len(fixes) == 2 and ref("tests", "fix_store") in fixes[0], fixes
+    assert "Let me fix it" not in diff
 
 
 # -- 3. a correction changes only what the record says changed ----------------------------------------------

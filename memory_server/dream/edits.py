@@ -1,8 +1,8 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
 - fact / decision: a list item (the statement) at the end of the target section's own text (before its
-  first sub-heading; after its prose, before the paragraph that introduces a labelled list such as
-  "**Key files:**", which the line must not join). With no section given or matched: a `## Updates` section
+  first sub-heading; after its prose, before the first labelled block such as "**Do NOT:**" or
+  "**Key files:**", whose list the line must not join). With no section given or matched: a `## Updates` section
   at the end of the topic (created once), or the end of a topic that has no sections below its title;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
 - lesson: a `## <statement>` entry at the end of `topics/lessons.md` with the mistake and the fix as
@@ -68,6 +68,33 @@ def _labelled_list(topic: TopicFile, start: int, k: int) -> int | None:
     return j
 
 
+BOLD_LABEL = re.compile(r"^\*\*[^*]{1,80}\*\*\s*:?\s*$")  # "**Key files:**", "**Do NOT**:"
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _is_label(lines: list[str], i: int) -> bool:
+    """A line that opens a labelled block: a bold label on a line of its own ending with a colon, or a line
+    ending with a colon right above a list or a code block."""
+    line = lines[i].strip()
+    if not line.endswith((":", ":**")) or LIST_ITEM.match(lines[i]):
+        return False
+    following = lines[i + 1] if i + 1 < len(lines) else ""
+    return bool(BOLD_LABEL.match(line)) or bool(LIST_ITEM.match(following) or FENCE.match(following))
+
+
+def _first_label(topic: TopicFile, start: int, k: int) -> int | None:
+    """The first line of the section's own text (after its heading, up to line k) that opens a labelled
+    block ("**Do NOT:**", "**Key files:**"), outside code blocks. A new line must come before it: placed
+    after a labelled list it would read as one of that list's items."""
+    in_fence = False
+    for i in range(start + 1, k + 1):
+        if FENCE.match(topic.lines[i]):
+            in_fence = not in_fence
+        elif not in_fence and _is_label(topic.lines, i):
+            return i
+    return None
+
+
 def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     """(index to insert at, whether the text before is a list, whether the line after is text).
 
@@ -80,7 +107,8 @@ def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     k = end - 1
     while k > start and not topic.lines[k].strip():
         k -= 1
-    label = _labelled_list(topic, start, k) if span is not None else None
+    labels = (_labelled_list(topic, start, k), _first_label(topic, start, k)) if span is not None else ()
+    label = min((i for i in labels if i is not None), default=None)
     if label is not None:
         return label, False, True
     j = k

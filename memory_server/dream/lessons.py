@@ -64,10 +64,11 @@ def _is_step(t: Turn) -> bool:
 
 def _fix(quotes: list[Located], f: FailureRecord, session: SessionRecord) -> Located | None:
     """A quote of the fix: a fix step (edit, file written, command) of the agent after the failure and no later
-    than the next success of the same command, or the agent's words there when a fix step follows them."""
+    than the next success of the same command, or the agent's words there when a fix step follows them. A
+    quoted step comes first: the lesson shows what was done, not what the agent said it would do."""
     end = f.fixed_line or 10**9
     steps = [t.line for t in session.turns if _is_step(t) and f.line < t.line <= end]
-    for x in quotes:
+    for x in sorted(quotes, key=lambda q: not _is_step(q.turn)):
         if session.source == "compressed" and x.turn.line == f.line and x.turn.kind in FIX_KINDS:
             return x  # a compressed file holds a failure and its fix on one line
         if not (f.line < x.turn.line <= end) or x.turn.speaker != AGENT:
