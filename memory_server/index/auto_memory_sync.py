@@ -57,9 +57,7 @@ class AutoMemorySync:
         try:
             content = auto_memory.read(folder, rel, max_bytes, self._auto_links)
         except FileSkipped as why:
-            record = FileRecord(
-                virtual, auto_memory.LAYER, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None
-            )
+            record = FileRecord.skipped(virtual, auto_memory.LAYER, st.st_size, st.st_mtime_ns, str(why))
             self.fts.replace_file(record, [])
             log.warning("skipped %s: %s", as_data(virtual), why)
             (added if old is None else updated).append(virtual)
@@ -69,21 +67,7 @@ class AutoMemorySync:
             return False
         written = dt.datetime.fromtimestamp(content.mtime_ns / 1e9, dt.UTC).date().isoformat()
         doc = auto_memory.document(rel, content.text, self.settings.index.max_chunk_chars, written)
-        warnings = list(content.warnings) + doc.warnings
-        record = FileRecord(
-            virtual,
-            auto_memory.LAYER,
-            content.size,
-            content.mtime_ns,
-            content.sha256,
-            doc.title,
-            doc.date,
-            "degraded" if warnings else "ok",
-            "; ".join(warnings),
-            len(doc.chunks),
-            None,
-            str(folder.path / rel),
-        )
+        record = FileRecord.parsed(virtual, auto_memory.LAYER, content, doc, str(folder.path / rel))
         self.fts.replace_file(record, doc.chunks)
         (added if old is None else updated).append(virtual)
         return True

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from memory_server.errors import CorruptIndexError
+from memory_server.files.reading import FileText
 from memory_server.files.root import Layer
 from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
-from memory_server.parse.markdown import Chunk
+from memory_server.parse.markdown import Chunk, Document
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,6 +88,21 @@ class FileRecord:
     chunks: int
     vectors_sha256: str | None
     source: str | None = None
+
+    @classmethod
+    def parsed(cls, path: str, layer: Layer, content: FileText, doc: Document, source: str | None = None) -> FileRecord:
+        """The record of a file read and parsed whole: degraded when reading or parsing warned."""
+        warnings = [*content.warnings, *doc.warnings]
+        status = "degraded" if warnings else "ok"
+        return cls(
+            path, layer, content.size, content.mtime_ns, content.sha256, doc.title, doc.date, status,
+            "; ".join(warnings), len(doc.chunks), None, source,
+        )  # fmt: skip
+
+    @classmethod
+    def skipped(cls, path: str, layer: Layer, size: int, mtime_ns: int, why: str) -> FileRecord:
+        """The record of a file left out of the index, with the reason (`status` says so)."""
+        return cls(path, layer, size, mtime_ns, "", "", None, "skipped", why, 0, None)
 
 
 def row_to_chunk(row: Sequence[Any]) -> Chunk:

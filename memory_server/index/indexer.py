@@ -311,20 +311,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
         if same_stat:
             self._note(f"{rel} changed without its size or modification time changing; re-indexed it")
         doc = parse_document(rel, layer, content.text, max_chunk_chars=self.settings.index.max_chunk_chars)
-        warnings = list(content.warnings) + doc.warnings
-        record = FileRecord(
-            rel,
-            layer,
-            content.size,
-            content.mtime_ns,
-            content.sha256,
-            doc.title,
-            doc.date,
-            "degraded" if warnings else "ok",
-            "; ".join(warnings),
-            len(doc.chunks),
-            None,
-        )
+        record = FileRecord.parsed(rel, layer, content, doc)
         self.fts.replace_file(record, doc.chunks)
         (report.added if old is None else report.updated).append(rel)
 
@@ -339,7 +326,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
         self, rel: str, layer: Layer, old: FileRecord | None, st: os.stat_result, report: SyncReport, why: FileSkipped
     ) -> None:
         """Record a file that cannot be indexed, with why (status lists it); a known one is only touched."""
-        record = FileRecord(rel, layer, st.st_size, st.st_mtime_ns, "", "", None, "skipped", str(why), 0, None)
+        record = FileRecord.skipped(rel, layer, st.st_size, st.st_mtime_ns, str(why))
         if old is None or old.status != "skipped" or old.message != str(why) or old.size != st.st_size:
             self.fts.replace_file(record, [])
             report.skipped.append(rel)
@@ -357,7 +344,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
         except OSError:
             size, mtime_ns = -1, 0
         if old is None or old.status != "skipped" or old.message != why:
-            record = FileRecord(rel, layer, size, mtime_ns, "", "", None, "skipped", why, 0, None)
+            record = FileRecord.skipped(rel, layer, size, mtime_ns, why)
             self.fts.replace_file(record, [])
             report.skipped.append(rel)
         log.warning("skipped %s: %s", as_data(rel), why)
