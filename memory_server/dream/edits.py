@@ -72,25 +72,28 @@ BOLD_LABEL = re.compile(r"^\*\*[^*]{1,80}\*\*\s*:?\s*$")  # "**Key files:**", "*
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _is_label(lines: list[str], i: int) -> bool:
-    """A line that opens a labelled block: a bold label on a line of its own ending with a colon, or a line
-    ending with a colon right above a list or a code block."""
+def _is_label(lines: list[str], i: int, k: int) -> bool:
+    """A line (of a section's own text, which ends at line k) that opens a labelled block: a bold label on a
+    line of its own ending with a colon, or a line ending with a colon above a list, a code block, or the
+    section's sub-headings ("..., with important exceptions:")."""
     line = lines[i].strip()
     if not line.endswith((":", ":**")) or LIST_ITEM.match(lines[i]):
         return False
-    following = lines[i + 1] if i + 1 < len(lines) else ""
-    return bool(BOLD_LABEL.match(line)) or bool(LIST_ITEM.match(following) or FENCE.match(following))
+    if BOLD_LABEL.match(line):
+        return True
+    j = next((n for n in range(i + 1, k + 1) if lines[n].strip()), None)
+    return j is None or bool(LIST_ITEM.match(lines[j]) or FENCE.match(lines[j]))
 
 
 def _first_label(topic: TopicFile, start: int, k: int) -> int | None:
     """The first line of the section's own text (after its heading, up to line k) that opens a labelled
     block ("**Do NOT:**", "**Key files:**"), outside code blocks. A new line must come before it: placed
-    after a labelled list it would read as one of that list's items."""
+    after the label it would read as one of the things the label introduces."""
     in_fence = False
     for i in range(start + 1, k + 1):
         if FENCE.match(topic.lines[i]):
             in_fence = not in_fence
-        elif not in_fence and _is_label(topic.lines, i):
+        elif not in_fence and _is_label(topic.lines, i, k):
             return i
     return None
 

@@ -40,13 +40,17 @@ FILE_EXTENSIONS = frozenset(
 )
 
 
+def names_a_file(name: str) -> bool:
+    """A path or a file name with a known extension (`cmd/app`, `setup.go`, `go.sum`)."""
+    return "/" in name or ("." in name and name.rsplit(".", 1)[-1].casefold() in FILE_EXTENSIONS)
+
+
 def name_kind(name: str) -> str:
     """ "path", "flag", "code" (an identifier or a dotted code name) or "key" (anything else: settings,
     snake_case and kebab-case keys, environment variables, task names)."""
     if FLAG.match(name):
         return "flag"
-    extension = name.rsplit(".", 1)[-1].casefold() if "." in name else ""
-    if "/" in name or extension in FILE_EXTENSIONS or (PATHLIKE.search(name) and not CODE_NAME.match(name)):
+    if names_a_file(name) or (PATHLIKE.search(name) and not CODE_NAME.match(name)):
         return "path"
     bare = name[:-2] if name.endswith("()") else name
     mixed = bool(re.search(r"[a-z]", bare) and re.search(r"[A-Z]", bare))

@@ -51,7 +51,7 @@ from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
 from memory_server.dream.lessons import LessonCase, lesson_cases
 from memory_server.dream.locate import Located, Recorded, following, norm
-from memory_server.dream.names import GitTree, claimed_names, name_kind
+from memory_server.dream.names import GitTree, claimed_names, name_kind, names_a_file
 from memory_server.dream.record import (
     AGENT,
     APPROVED_PLAN,
@@ -226,7 +226,6 @@ CHANGE_CLAIM = re.compile(
     re.I,
 )
 DONE_KINDS = ("edit", "write", "command", "commit", "call")
-FILE_LIKE = re.compile(r"/|\.(?:py|go|rs|ts|js|toml|ya?ml|json|md|cfg|ini|txt|sh)$")
 CLAIM_VERBS = frozenset(
     "removed renamed added changed set bumped dropped moved replaced updated deleted switched raised lowered "
     "reverted committed fixed created wrote rewrote enabled disabled capped pinned unpinned merged pushed tagged "
@@ -244,7 +243,7 @@ def _change_shown(x: Located) -> bool:
     if not done:
         return False
     found = [*identifiers(x.sentence), *sorted(numbers(BACKTICKED.sub(" ", x.sentence)))]
-    things = [n for n in found if not FILE_LIKE.search(n)]  # what was changed, rather than the file it is in
+    things = [n for n in found if not names_a_file(n)]  # what was changed, rather than the file it is in
     names = things or found
     if names:  # `Pool.Drain` shows as "func (p *Pool) Drain": a dotted name by its last part
         return any(has_name(done, n) or "." in n and has_name(done, n.rsplit(".", 1)[1]) for n in names)
