@@ -32,7 +32,7 @@ from memory_server.commands.common import (
 from memory_server.commands.dream import dream
 from memory_server.commands.hook import hook
 from memory_server.commands.keep import keep
-from memory_server.commands.program import with_program
+from memory_server.files.program import with_program
 from memory_server.files.root import LAYERS
 from memory_server.parse.text import as_data
 

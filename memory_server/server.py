@@ -52,7 +52,6 @@ from pydantic import BaseModel, Field
 from memory_server import __version__
 from memory_server.api import Memory
 from memory_server.browse import resource_files, resource_text
-from memory_server.commands.program import with_program
 from memory_server.errors import (
     ConfigError,
     IndexUnavailableError,
@@ -61,6 +60,7 @@ from memory_server.errors import (
     PathRefusedError,
 )
 from memory_server.files.logs import LOG_DIR, rotate
+from memory_server.files.program import with_program
 from memory_server.files.root import Layer
 from memory_server.process_memory import limit_arenas
 from memory_server.settings import Settings, load_settings, settings_stamp

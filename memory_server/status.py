@@ -9,9 +9,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from memory_server.commands.program import with_program
 from memory_server.dream.gate import DreamGate
 from memory_server.errors import MemoryServerError
+from memory_server.files.program import with_program
 from memory_server.files.root import MemoryFiles
 from memory_server.index.embedder import MiniLMEmbedder
 from memory_server.index.fts import FileRecord

@@ -7,6 +7,7 @@ import calendar
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -681,6 +682,9 @@ def test_a_dream_run_proposal_a_person_applied_counts_its_sessions_read_and_the_
     assert "session(s) stay for the agent's /dream" in result.message
     assert f"apply or reject its changes (`memory-server dream apply {result.id}`)" in result.message
     assert f"`memory-server dream dismiss {result.id}`" in result.message
+    report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
+    at_root = shlex.quote(str(root.resolve()))  # a person pastes these into a terminal anywhere
+    assert f"`memory-server dream apply {result.id} --root {at_root}`" in report, report[:1500]
     # only proposed: the sessions stay for the agent's /dream, and the note says what ends it
     gate = DreamGate(root, clock=lambda: NOW)
     assert len(gate.unprocessed_sessions()) == len(SESSIONS) and gate.due()[0]

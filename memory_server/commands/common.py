@@ -4,7 +4,7 @@ The memory root comes from --root (before or after the command name), else the M
 variable, else CLAUDE_PROJECT_DIR (Claude Code sets it for the servers, hooks and commands it starts: the
 project), else the current folder. The root is resolved here, in Python, never by a shell's syntax.
 Errors end the command with one line on stderr saying what to do (a command it names is written as the
-program the person ran: commands/program.py), and exit status 2: every
+program the person ran: files/program.py), and exit status 2: every
 MemoryServerError, an OSError (a full disk, a read-only file system, a permission), a SQLite error and a
 usage error alike; anything else too (a bug, a panic in a native library), with its traceback only under
 -v. No command prints a traceback otherwise. A reader that closes the pipe early (`| head`) ends it quietly.
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from memory_server.commands.program import with_program
 from memory_server.errors import MemoryServerError
+from memory_server.files.program import with_program
 
 if TYPE_CHECKING:
     from memory_server.api import Memory

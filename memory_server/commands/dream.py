@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
-from memory_server.commands.program import with_program
 from memory_server.errors import RootError
+from memory_server.files.program import with_program
 from memory_server.files.root import is_memory_root, not_set_up_message
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from memory_server.commands.common import common_options, given_root
-from memory_server.commands.program import with_program
+from memory_server.files.program import with_program
 from memory_server.files.root import is_memory_root, not_set_up_message
 
 

@@ -405,7 +405,7 @@ def render_proposal(
         ReportInput(
             dream_id, now, origin, batch.paths, hunks, meta["changes"], chosen, held,
             [v for v in verified if v not in promoted], refusals or [], {**(extra or {}), "notes": notes},
-            batch.settings.dream.max_changes, len(waiting),
+            batch.settings.dream.max_changes, len(waiting), batch.root.path,
         )
     )  # fmt: skip
     _write(folder, patches, report, meta)

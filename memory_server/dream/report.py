@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memory_server.dream.claims import shown_term
@@ -22,6 +23,8 @@ from memory_server.dream.patch import Hunk
 from memory_server.dream.records import ChangeRecord
 from memory_server.dream.reversals import Later
 from memory_server.dream.verify import Verified
+from memory_server.files.program import program_command
+from memory_server.files.program import shown as shown_path
 from memory_server.parse.text import as_data
 from memory_server.sessions.redact import redact_for_report
 
@@ -50,6 +53,7 @@ class ReportInput:
     extra: dict[str, Any]  # "gaps": [...], "stale": [...], "notes": [...]
     max_changes: int = 5
     waiting_total: int = 0  # verified items waiting in the dream state after this pass (these and older ones)
+    root: Path | None = None  # the memory root, named in the commands the report gives
 
 
 def shown(text: str, limit: int = 240) -> str:
@@ -83,12 +87,14 @@ def _header(r: ReportInput) -> list[str]:
     if not r.hunks:
         return [*out, "No changes to topics are proposed.", ""]
     files = sorted({h.path for h in r.hunks})
+    dream = f"{program_command()} dream"  # commands a person can paste into any terminal
+    root = f" --root {shown_path(r.root)}" if r.root is not None else ""
     out += [
         f"- Proposal: `dreams/{r.dream_id}/proposal.diff` ({_plural(len(r.changes), 'change')} in "
         f"{_plural(len(r.hunks), 'hunk')} in {_plural(len(files), 'file')}: {', '.join(files)})",
-        f"- Review: `memory-server dream show {r.dream_id}`",
-        f"- Apply: `memory-server dream apply {r.dream_id}` (every change still pending), or `--changes 1,3`",
-        f"- Reject: `memory-server dream reject {r.dream_id} --changes 2` (a rejected change, or one close to it, "
+        f"- Review: `{dream} show {r.dream_id}{root}`",
+        f"- Apply: `{dream} apply {r.dream_id}{root}` (every change still pending), or `--changes 1,3`",
+        f"- Reject: `{dream} reject {r.dream_id}{root} --changes 2` (a rejected change, or one close to it, "
         "is never proposed again)",
         "",
     ]
