@@ -138,6 +138,8 @@ def story_revert() -> Script:
     s = Script("44444444-4444-4444-8444-444444444444", DAY + dt.timedelta(days=3))
     L["revert_settings"] = s.user("Revert the change to settings.py from yesterday, it broke the CLI.")
     L["reverted"] = s.assistant("Reverted the change to settings.py.")
+    L["merge_main"] = s.reject("git merge origin/main", "no, merge the PR's parent branch release-base, not main")[1]
+    L["merge_base"] = s.bash("git merge origin/release-base", "Merge made by the 'ort' strategy.")[0]
     return s
 
 
@@ -156,6 +158,8 @@ def story_cli() -> Script:
     L["late_reply"] = s.thinking_then_text(
         "The person wants the logger.", "The logger is red now, as asked; the CLI prints warnings in red too."
     )
+    L["merge_main_2"] = s.reject("git merge origin/main", "wrong branch again: this PR is based on release-base")[1]
+    L["merge_base_2"] = s.bash("git merge origin/release-base", "Already up to date.")[0]
     L["own_title"] = s.summary_of(str(s.parent), "Red logger for the CLI")
     return s
 
@@ -362,6 +366,27 @@ def test_a_lesson_shows_the_fix_step_not_the_agents_words_before_it(root: Path) 
     fixes = [line for line in diff.splitlines() if line.lstrip("+ ").startswith("Fix:")]
     assert len(fixes) == 2 and ref("tests", "fix_store") in fixes[0], fixes
     assert "Let me fix it" not in diff
+
+
+def test_a_lesson_can_rest_on_the_persons_corrections_each_with_the_step_that_followed(root: Path) -> None:
+    """A mistake the person caught by rejecting the tool call (no command failed) in two sessions."""
+    lesson = {
+        "kind": "lesson",
+        "statement": "Merge a PR's parent branch release-base, not main",
+        "stance": "adopted",
+        "evidence": [
+            {"ref": ref("revert", "merge_main"), "quote": "merge the PR's parent branch release-base, not main"},
+            {"ref": ref("revert", "merge_base"), "quote": "git merge origin/release-base"},
+            {"ref": ref("cli", "merge_main_2"), "quote": "wrong branch again"},
+            {"ref": ref("cli", "merge_base_2"), "quote": "git merge origin/release-base"},
+        ],
+    }
+    no_fix = {**lesson, "evidence": [lesson["evidence"][0], *lesson["evidence"][2:]]}
+    refused(root, no_fix, "no fix of the failure")
+    result = submit(root, [lesson])
+    assert result.id and not result.refusals, result.refusals
+    diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
+    assert "wrong branch again" in diff and ref("revert", "merge_base") in diff
 
 
 # -- 3. a correction changes only what the record says changed ----------------------------------------------

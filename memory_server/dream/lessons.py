@@ -2,7 +2,7 @@
 
 The agent groups failures by meaning (the same mistake often fails with different errors); the program
 checks each cited session: a quote at a recorded failure (a failed command, a tool's error, an error the
-person pasted), and a quote at a fix step of that failure (an edit, a file written or a command of the agent)
+person pasted, or the person's feedback when they rejected a tool call), and a quote at a fix step of that failure (an edit, a file written or a command of the agent)
 after it and no later than the next success of the same command (when it never succeeds again, as after a
 merge conflict resolved by a commit, any later step of the session). A fix taken back later (a revert that
 names its file) is no fix. Roles the item gives its
@@ -54,7 +54,16 @@ def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
             t = x.turn
             f = FailureRecord(t.ref, t.line, t.date, t.ts, shown, normalise_error(shown), t.tool, t.line, None)
             return x, f
-    return None
+    return next(((x, _caught(x)) for x in quotes if x.turn.speaker == PERSON and x.turn.kind == "correction"), None)
+
+
+def _caught(x: Located) -> FailureRecord:
+    """A mistake the person caught by rejecting the tool call, with their feedback: its fix is a step the
+    agent took before the person's next message."""
+    t = x.turn
+    answered = next((n.line for n in x.session.turns if n.line > t.line and n.speaker == PERSON), None)
+    end = answered - 1 if answered is not None else max(n.line for n in x.session.turns)
+    return FailureRecord(t.ref, t.line, t.date, t.ts, t.text, normalise_error(t.text), t.tool, t.line, end)
 
 
 def _is_step(t: Turn) -> bool:
