@@ -796,3 +796,18 @@ def test_a_statement_with_look_alike_letters_or_struck_text_is_refused(root: Pat
     ):
         result = submit(root, [item(statement, (ref("tooling", "no_make"), "No, don't switch to make."))])
         assert result.id is None and any("retype" in r or "markup" in r for r in result.refusals), result.refusals
+
+
+def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchanged() -> None:
+    from memory_server.dream.edits import lesson_heading
+
+    long = (
+        "After a merge changes the parameters of `InitializeSession`, update its calls in the test files too: "
+        "`go build` passes, but `mise run lint` fails with `x: not enough arguments`"
+    )
+    head, more = lesson_heading(long)
+    assert head.endswith("in the test files too") and more.startswith("`go build` passes")
+    assert f"{head}: {more}" == long
+    assert lesson_heading("Run the linter: always") == ("Run the linter: always", "")  # short: one heading
+    no_colon = "x" * 120
+    assert lesson_heading(no_colon) == (no_colon, "")

@@ -150,9 +150,28 @@ def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[st
     return _insert(topic, at, block, keys)
 
 
+LESSON_HEADING_MAX = 100
+
+
+def lesson_heading(statement: str) -> tuple[str, str]:
+    """A long lesson as a heading and a paragraph, split at its first ": " outside code spans ("After a merge
+    changes a signature, update the test callers too: `go build` passes, but lint fails"); else all heading."""
+    if len(statement) <= LESSON_HEADING_MAX:
+        return statement, ""
+    in_code = False
+    for i, ch in enumerate(statement):
+        if ch == "`":
+            in_code = not in_code
+        elif not in_code and statement.startswith(": ", i) and 20 <= i <= 2 * LESSON_HEADING_MAX:
+            rest = statement[i + 2 :].strip()
+            return (statement[:i], rest) if rest else (statement, "")  # the words as written: no case changed
+    return statement, ""
+
+
 def lesson_lines(item: ProposalItem, cases: list[LessonCase], eol: str) -> list[str]:
     """A lessons.md entry: the lesson, then each session's mistake and fix as quoted (code spans: data)."""
-    out = [eol, f"## {as_data(item.statement)}{eol}", eol]
+    heading, more = lesson_heading(item.statement)
+    out = [eol, f"## {as_data(heading)}{eol}", eol, *([f"{as_data(more)}{eol}", eol] if more else [])]
     for case in cases:
         out += [
             f"- Mistake: {code_span(case.error[:200])} (`{case.failure}`){eol}",
