@@ -799,7 +799,7 @@ def test_a_statement_with_look_alike_letters_or_struck_text_is_refused(root: Pat
 
 
 def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchanged() -> None:
-    from memory_server.dream.edits import lesson_heading
+    from memory_server.dream.lesson_text import lesson_heading
 
     long = (
         "After a merge changes the parameters of `InitializeSession`, update its calls in the test files too: "

@@ -21,6 +21,7 @@ import yaml
 
 from memory_server.dream.corrections import replace_span
 from memory_server.dream.items import LESSONS, ProposalItem
+from memory_server.dream.lesson_text import lesson_heading
 from memory_server.dream.lessons import LessonCase
 from memory_server.dream.patch import Edit
 from memory_server.dream.topics import TopicFile, heading_key, headings, split_keep
@@ -148,24 +149,6 @@ def _item_block(topic: TopicFile, heading: str, items: list[str], keys: tuple[st
     blank_before = in_list or (0 < at <= len(topic.lines) and not topic.lines[at - 1].strip())
     block = ([] if blank_before else [eol]) + [item + eol for item in items] + ([eol] if text_after else [])
     return _insert(topic, at, block, keys)
-
-
-LESSON_HEADING_MAX = 100
-
-
-def lesson_heading(statement: str) -> tuple[str, str]:
-    """A long lesson as a heading and a paragraph, split at its first ": " outside code spans ("After a merge
-    changes a signature, update the test callers too: `go build` passes, but lint fails"); else all heading."""
-    if len(statement) <= LESSON_HEADING_MAX:
-        return statement, ""
-    in_code = False
-    for i, ch in enumerate(statement):
-        if ch == "`":
-            in_code = not in_code
-        elif not in_code and statement.startswith(": ", i) and 20 <= i <= 2 * LESSON_HEADING_MAX:
-            rest = statement[i + 2 :].strip()
-            return (statement[:i], rest) if rest else (statement, "")  # the words as written: no case changed
-    return statement, ""
 
 
 def lesson_lines(item: ProposalItem, cases: list[LessonCase], eol: str) -> list[str]:

@@ -1,12 +1,13 @@
 """Lessons: the same mistake in two sessions or more, each with its failure and its fix.
 
-The agent groups failures by meaning (the same mistake often fails with different errors); the program
-checks each cited session: a quote at a recorded failure (a failed command, a tool's error, an error the
-person pasted, or the person's feedback when they rejected a tool call), and a quote at a fix step of that failure (an edit, a file written or a command of the agent)
-after it and no later than the next success of the same command (when it never succeeds again, as after a
+The agent groups failures by meaning (the same mistake often fails with different errors); the program checks
+each cited session: a quote at a recorded failure (a failed command, a tool's error, an error the person
+pasted, or the person's feedback when they rejected a tool call), and a quote at a fix step of that failure
+(an edit, a file written or a command of the agent) after it and no later than the next success of the same
+command (after a rejected call: before the person's next message; when it never succeeds again, as after a
 merge conflict resolved by a commit, any later step of the session). A fix taken back later (a revert that
-names its file) is no fix. Roles the item gives its
-quotes are not trusted: the record says which quote is the failure and which the fix.
+names its file) is no fix. Roles the item gives its quotes are not trusted: the record says which quote is the
+failure and which the fix.
 """
 
 from __future__ import annotations

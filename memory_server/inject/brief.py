@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_server.dream.gate import DreamGate
+from memory_server.dream.lesson_text import lesson_heading
 from memory_server.dream.recall import content_words
 from memory_server.dream.start_hook import session_start
 from memory_server.files.root import LESSONS_TOPIC, TOPICS_DIR, MemoryRoot
@@ -128,6 +129,7 @@ def lessons_touched(given: BriefInput, today: str, days: float) -> list[Quote]:
         for rec in applied.values()
         if str(rec.get("target") or "") == LESSONS_TOPIC and float(rec.get("at") or 0) >= since
     ]
+    statements += [lesson_heading(s)[0] for s in statements]  # a long lesson is headed by its first part
     found: dict[int, str] = {}
     heading = (0, "")
     for n, line in enumerate(lines, 1):
