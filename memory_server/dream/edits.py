@@ -5,8 +5,9 @@
   "**Key files:**", whose list the line must not join). With no section given or matched: a `## Updates` section
   at the end of the topic (created once), or the end of a topic that has no sections below its title;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
-- lesson: a `## <statement>` entry at the end of `topics/lessons.md` with the mistake and the fix as
-  quoted (code spans: data, not prose) from one session, and the sessions the error shows in.
+- lesson: a `## <statement>` entry (a long one split at its first ": " into heading and paragraph) at the end
+  of `topics/lessons.md`, with the mistake and the fix as quoted (code spans: data, not prose) from one
+  session, and the sessions the error shows in.
 
 A topic that does not exist yet is created (front matter, title) and gets its pointer line in MEMORY.md.
 Nothing here writes a file: the result is edits, which `patch.py` turns into a diff.
