@@ -1071,7 +1071,14 @@ We use a git library for most operations, with exceptions:
 
 #### Checkout
 
-- Check out with the git command line.
+The library's checkout deletes ignored folders.
+
+Use the git command line instead:
+```sh
+git checkout main
+```
+
+Regression tests cover it.
 
 ### Settings
 
@@ -1106,15 +1113,17 @@ def test_a_line_for_a_section_follows_its_prose_not_into_a_labelled_list(root: P
             fact("Command output is plain text by default.", "Settings", "topics/code.md"),
             fact("Log lines are plain text too.", "Logging", "topics/code.md"),
             fact("Git errors are plain text too.", "Git", "topics/code.md"),
+            fact("Checkout output is plain text too.", "Checkout", "topics/code.md"),
         ],
     )
     apply_proposal(root, result.id, clock=lambda: NOW)
     text = (root / "topics" / "code.md").read_text()
-    assert (
-        "All settings go through the `settings` package.\n\n- Command output is plain text by default.\n\n**Usage:**"
-    ) in text, text  # not after the "Do NOT" list, where it would read as one more thing not to do
+    assert ("```\n\n- Command output is plain text by default.\n\n**Do NOT:**") in text, (
+        text
+    )  # not after the "Do NOT" list, where it would read as one more thing not to do
     assert "- Log to stderr.\n- Log lines are plain text too.\n" in text  # the section's own list: joined
     assert "### Git\n\n- Git errors are plain text too.\n\nWe use a git library" in text  # not one of the exceptions
+    assert "Regression tests cover it.\n\n- Checkout output is plain text too.\n" in text  # the example stays whole
 
 
 def test_propose_says_when_names_were_not_checked(root: Path, tmp_path: Path) -> None:

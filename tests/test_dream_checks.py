@@ -581,8 +581,11 @@ def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
 
 def test_control_characters_and_html_comments_never_reach_the_diff_report_or_show(root: Path) -> None:
     # a statement that would carry them is refused: a topic line is plain text
-    for hostile in ("Use the \x1b[31mred\x1b[0m logger", "Use the logger <!-- hidden", "Use the logger\r Done"):
-        refused(root, item(hostile, (ref("cli", "hostile"), "logger"), kind="fact"), "control characters or markup")
+    for hostile in ("Use the \x1b[31mred\x1b[0m logger", "Use the logger\r Done"):
+        refused(root, item(hostile, (ref("cli", "hostile"), "logger"), kind="fact"), "control or invisible characters")
+    # the markup is named, with how to write a literal
+    refused(root, item("Use the logger <!-- hidden", (ref("cli", "hostile"), "logger"), kind="fact"), "('<!--')")
+    refused(root, item("It fails with <hash>", (ref("cli", "hostile"), "logger"), kind="fact"), "backticks")
     # the person's line holds a terminal escape, a carriage return and an unclosed HTML comment: shown, escaped
     quoted = item(
         "Use the red logger", (ref("cli", "hostile"), "Use the"), (ref("cli", "hostile"), "hidden from"), kind="fact"

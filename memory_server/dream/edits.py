@@ -70,27 +70,24 @@ def _labelled_list(topic: TopicFile, start: int, k: int) -> int | None:
     return j
 
 
-BOLD_LABEL = re.compile(r"^\*\*[^*]{1,80}\*\*\s*:?\s*$")  # "**Key files:**", "**Do NOT**:"
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def _is_label(lines: list[str], i: int, k: int) -> bool:
-    """A line (of a section's own text, which ends at line k) that opens a labelled block: a bold label on a
-    line of its own ending with a colon, or a line ending with a colon above a list, a code block, or the
-    section's sub-headings ("..., with important exceptions:")."""
-    line = lines[i].strip()
-    if not line.endswith((":", ":**")) or LIST_ITEM.match(lines[i]):
+    """A line (of a section's own text, which ends at line k) that introduces a list ("**Do NOT:**", "Key
+    files:") or the section's sub-headings ("..., with important exceptions:"): a line ending with a colon
+    whose next text is a list item, or that is the last text before the sub-headings."""
+    if not lines[i].strip().endswith((":", ":**")) or LIST_ITEM.match(lines[i]):
         return False
-    if BOLD_LABEL.match(line):
-        return True
     j = next((n for n in range(i + 1, k + 1) if lines[n].strip()), None)
-    return j is None or bool(LIST_ITEM.match(lines[j]) or FENCE.match(lines[j]))
+    return j is None or bool(LIST_ITEM.match(lines[j]))
 
 
 def _first_label(topic: TopicFile, start: int, k: int) -> int | None:
-    """The first line of the section's own text (after its heading, up to line k) that opens a labelled
-    block ("**Do NOT:**", "**Key files:**"), outside code blocks. A new line must come before it: placed
-    after the label it would read as one of the things the label introduces."""
+    """The first line of the section's own text (after its heading, up to line k) that introduces a list or
+    the sub-headings ("**Do NOT:**", "**Key files:**"), outside code blocks. A new line must come before it:
+    placed after the label it would read as one of the things the label introduces. (A label above a code
+    block is not one: a line placed before it would part an example from the text it illustrates.)"""
     in_fence = False
     for i in range(start + 1, k + 1):
         if FENCE.match(topic.lines[i]):

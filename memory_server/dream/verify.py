@@ -188,8 +188,14 @@ def _statement_problem(item: ProposalItem) -> None:
     what the reviewer sees), no markup that hides or strikes text when rendered (an HTML comment, a tag,
     `[//]: #`, `~~`), and no word that mixes Latin letters with look-alikes from other alphabets."""
     prose = BACKTICKED.sub(" ", item.statement)
-    if UNSAFE_CHAR.search(item.statement) or invisible(item.statement) or HIDING_MARKUP.search(prose):
-        raise Refused("the statement holds control characters or markup that hides text; write it as plain text")
+    if UNSAFE_CHAR.search(item.statement) or invisible(item.statement):
+        raise Refused("the statement holds control or invisible characters; write it as plain text")
+    markup = HIDING_MARKUP.search(prose)
+    if markup:
+        raise Refused(
+            f"the statement holds markup that hides text when rendered ({markup.group(0)[:40]!r}); write "
+            "it as plain text, or put it in backticks if it is a literal (`<hash>`)"
+        )
     if _mixes_alphabets(item.statement):
         raise Refused("a word of the statement mixes Latin letters with look-alikes from another alphabet; retype it")
 
