@@ -115,6 +115,9 @@ def story_tests() -> Script:
     L["fix_store"] = s.edit("src/app/store.py", "class Store:", "class Store:  # keeps ids")[0]
     L["pass_store"] = s.bash("mise run test:integration", "2 passed")[0]
     L["later_note"] = s.assistant("Both integration tests pass now.")
+    s.bash("git tag v1.4.2", "")
+    L["tagged"] = s.assistant("Tagged the release as v1.4.2. Let me also rewrite the changelog intro.")
+    L["not_now"] = s.reject("sed -i 1d CHANGELOG.md", "leave the changelog alone")[1]
     return s
 
 
@@ -387,6 +390,16 @@ def test_a_lesson_can_rest_on_the_persons_corrections_each_with_the_step_that_fo
     assert result.id and not result.refusals, result.refusals
     diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
     assert "wrong branch again" in diff and ref("revert", "merge_base") in diff
+
+
+def test_a_rejected_call_turns_down_the_step_the_agent_announced_not_what_it_reported(root: Path) -> None:
+    announced = item(
+        "The changelog intro was rewritten", (ref("tests", "tagged"), "Let me also rewrite the changelog intro.")
+    )
+    refused(root, {**announced, "kind": "fact"}, "turned down what the agent said")
+    reported = item("The release is tagged v1.4.2", (ref("tests", "tagged"), "Tagged the release as v1.4.2."))
+    result = submit(root, [{**reported, "kind": "fact"}])
+    assert result.id and not result.refusals, result.refusals
 
 
 # -- 3. a correction changes only what the record says changed ----------------------------------------------

@@ -273,6 +273,14 @@ def _claimed_change(support: list[Located]) -> None:
                 )
 
 
+def _announces_after(x: Located) -> bool:
+    """The quoted sentence reports something ("Created ENT-242.") and the turn goes on to announce the next
+    step ("Let me also update ENT-241."): a tool call rejected right after is that step."""
+    at = x.turn.text.find(x.sentence)
+    rest = x.turn.text[at + len(x.sentence) :] if at >= 0 and x.sentence else ""
+    return not INTENTION.search(x.sentence) and bool(INTENTION.search(rest))
+
+
 def _agent_support(item: ProposalItem, support: list[Located]) -> None:
     """The agent's words support a fact only as what it found or did: not what it said it would do, and not
     what the person turned down right after."""
@@ -281,6 +289,8 @@ def _agent_support(item: ProposalItem, support: list[Located]) -> None:
             continue
         answer = next((t for t in x.session.turns if t.line > x.turn.line and t.speaker == PERSON), None)
         said_no = answer is not None and (classify(answer.text) == "declined" or DISAGREES.search(answer.text))
+        if answer is not None and answer.kind == "correction" and _announces_after(x):
+            continue  # the person rejected the call the turn went on to announce, not what the quote reports
         if answer is not None and (answer.kind == "correction" or said_no):
             raise Refused(
                 f"the person turned down what the agent said at {x.quote.ref}: {answer.ref} {answer.text[:160]!r}"
