@@ -133,6 +133,9 @@ def story_ids() -> Script:
     L["fix_settings"] = s.edit("src/app/settings.py", "def load_settings()", "def load()")[0]
     L["pass_settings"] = s.bash("mise run test:integration", "3 passed")[0]
     L["unrelated"] = s.assistant("Settings load again; integration tests are green.")
+    L["long_reply"] = s.assistant(
+        "The settings loader reads each file once. " * 60 + "It ends with the long-tail-marker."
+    )
     return s
 
 
@@ -827,3 +830,12 @@ def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchang
     assert lesson_heading("Run the linter: always") == ("Run the linter: always", "")  # short: one heading
     no_colon = "x" * 120
     assert lesson_heading(no_colon) == (no_colon, "")
+
+
+def test_dream_record_shows_the_referenced_turn_whole_and_its_neighbours_cut(root: Path) -> None:
+    from memory_server.dream.context import render_around
+
+    whole = render_around(root, ref("ids", "long_reply"), 1)
+    assert "long-tail-marker" in whole
+    beside = render_around(root, ref("ids", "unrelated"), 1)
+    assert "long-tail-marker" not in beside and "more characters)" in beside

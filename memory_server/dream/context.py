@@ -21,7 +21,8 @@ from memory_server.parse.text import as_data
 from memory_server.sessions.parser import transcript_id
 from memory_server.settings import Settings, load_settings
 
-TURN_CHARS = 1200
+TURN_CHARS = 1200  # a turn around the reference
+REFERENCED_TURN_CHARS = 20_000  # the referenced turn itself: whole, so its words can be quoted
 
 
 def find_session(root: MemoryRoot, settings: Settings, source: str) -> SessionRecord:
@@ -69,7 +70,8 @@ def _turn(t: Turn, mark: bool) -> list[str]:
     out = [head + "):"]
     if t.asked:
         out.append(f"     answering: {as_data(t.asked[-400:])}")
-    text = t.text if len(t.text) <= TURN_CHARS else t.text[: TURN_CHARS - 1] + "…"
+    limit = REFERENCED_TURN_CHARS if mark else TURN_CHARS
+    text = t.text if len(t.text) <= limit else t.text[: limit - 1] + f"… ({len(t.text) - limit + 1} more characters)"
     out += [f"     > {line}" for line in as_data(text, multiline=True).splitlines() if line.strip()]
     return out
 
