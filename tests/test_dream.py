@@ -756,6 +756,8 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str], monk
     assert cli_main(["dream", "gather", *r]) == 0
     out = capsys.readouterr().out
     assert "evidence pack of 6 session(s), about" in out and (root / "dreams" / "evidence.md").is_file()
+    lines = len((root / "dreams" / "evidence.md").read_text(encoding="utf-8").splitlines())
+    assert f" in {lines} lines (read them all" in out, out  # so the agent knows when it has read the whole pack
     assert cli_main(["dream", "propose", "--schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "memory-server dream proposal items"
     bad = write_items(root, [*good_items(), BAD["hypothetical adopted"][0]], "bad.json")

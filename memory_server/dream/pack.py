@@ -422,5 +422,6 @@ def gather(
     return Gathered(
         pack,
         path,
-        f"evidence pack of {len(pack.sessions)} session(s){waiting}{held}, about {pack.tokens} tokens: {path}",
+        f"evidence pack of {len(pack.sessions)} session(s){waiting}{held}, about {pack.tokens} tokens in "
+        f"{len(pack.text.splitlines())} lines (read them all, in parts if need be): {path}",
     )
