@@ -65,7 +65,7 @@ PROJECT = {
         "class Store:\n    def save(self) -> None:\n        print('FlushAll')\n"
     ),
     "src/app/gitcli.py": (
-        "import subprocess\n\n\ndef run_git(*args: str) -> str:\n"
+        "import subprocess\n\n\n# APP-12: git runs with a clean environment now.\ndef run_git(*args: str) -> str:\n"
         "    return subprocess.check_output(['git', *args], text=True)\n"
     ),
     "src/app/cli.py": "import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--verbose')\n",
@@ -133,6 +133,7 @@ def story_ids() -> Script:
     L["fix_settings"] = s.edit("src/app/settings.py", "def load_settings()", "def load()")[0]
     L["pass_settings"] = s.bash("mise run test:integration", "3 passed")[0]
     L["unrelated"] = s.assistant("Settings load again; integration tests are green.")
+    L["issue"] = s.user("Track the git environment leak as APP-12; we fix it later.")
     L["long_reply"] = s.assistant(
         "The settings loader reads each file once. " * 60 + "It ends with the long-tail-marker."
     )
@@ -837,5 +838,14 @@ def test_dream_record_shows_the_referenced_turn_whole_and_its_neighbours_cut(roo
 
     whole = render_around(root, ref("ids", "long_reply"), 1)
     assert "long-tail-marker" in whole
-    beside = render_around(root, ref("ids", "unrelated"), 1)
+    beside = render_around(root, ref("ids", "issue"), 1)
     assert "long-tail-marker" not in beside and "more characters)" in beside
+
+
+def test_the_report_shows_where_the_code_names_an_issue_the_change_names(root: Path) -> None:
+    tracked = item("The git environment leak is tracked as APP-12", (ref("ids", "issue"), "Track the git environment"))
+    result = submit(root, [tracked])
+    assert result.id and not result.refusals, result.refusals
+    report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+    assert "The project's code names APP-12 at `src/app/gitcli.py:4`" in report, report
+    assert "git runs with a clean environment now." in report  # later work under the issue, for the reader

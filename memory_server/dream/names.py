@@ -143,7 +143,15 @@ class GitTree:
         ]
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
-    def _grep(self, text: str) -> tuple[tuple[str, str], ...]:
+    def lines_naming(self, text: str, limit: int = 3) -> list[tuple[str, int, str]]:
+        """(path, line number, line) of the first tracked lines naming `text` as a whole word (memory files out)."""
+        out = []
+        for path, rest in self._grep(text, numbered=True)[:limit]:
+            number, _, line = rest.partition(":")
+            out.append((path, int(number) if number.isdigit() else 0, line.strip()))
+        return out
+
+    def _grep(self, text: str, numbered: bool = False) -> tuple[tuple[str, str], ...]:
         """(path, line) of every tracked line holding `text` as whole words (memory files left out)."""
         if self.top is None:
             return ()
@@ -157,7 +165,7 @@ class GitTree:
         for raw in proc.stdout.decode("utf-8", "replace").splitlines()[:5000]:
             path, _, rest = raw.partition(":")
             _n, _, line = rest.partition(":")
-            out.append((path, line))
+            out.append((path, rest if numbered else line))
         return tuple(out)
 
     def real(self, name: str, kind: str, within: list[str] | None = None) -> list[str]:

@@ -499,6 +499,26 @@ def _later(item: ProposalItem, support: list[Located], ctx: Context, cases: list
     return later
 
 
+ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")  # ENT-242, PROJ-17
+
+
+def _issue_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
+    """Where today's code names an issue the statement names: later work under the same issue may have changed
+    what the sessions said about it (the reviewer reads these lines; the program cannot judge them)."""
+    out = []
+    if not tree.available:
+        return out
+    for key in dict.fromkeys(ISSUE_KEY.findall(item.statement)):
+        found = tree.lines_naming(key)
+        shown = "; ".join(f"`{path}:{n}` {line[:160]!r}" for path, n, line in found)
+        out.append(
+            f"The project's code names {key} at {shown}: check that it still says what this change says"
+            if found
+            else f"The project's code never names {key}"
+        )
+    return out
+
+
 def check(item: ProposalItem, ctx: Context) -> Verified:
     """The item as the record carries it, or Refused with the reason."""
     located = _located(item, ctx)
@@ -534,6 +554,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
             f"a person rejected a change close to it (proposal {rejection.proposal}: {rejection.statement[:160]!r}); "
             "it is not proposed again"
         )
+    done.notes += _issue_mentions(item, ctx.tree)
     near = near_rejection(item, ctx.rejected)
     if near is not None:
         done.warnings.append(
