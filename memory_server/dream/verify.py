@@ -505,7 +505,7 @@ ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")  # ENT-242, PROJ-17
 def _issue_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
     """Where today's code names an issue the statement names: later work under the same issue may have changed
     what the sessions said about it (the reviewer reads these lines; the program cannot judge them)."""
-    out = []
+    out: list[str] = []
     if not tree.available:
         return out
     for key in dict.fromkeys(ISSUE_KEY.findall(item.statement)):
