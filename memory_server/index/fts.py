@@ -278,7 +278,7 @@ class FtsIndex:
     def chunks_of(self, path: str) -> list[Chunk]:
         rows = (
             self.conn()
-            .execute(f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? ORDER BY c.start_line", (path,))
+            .execute(f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.path=? ORDER BY c.start_line, c.rowid", (path,))
             .fetchall()
         )
         return [row_to_chunk(r) for r in rows]
@@ -350,6 +350,13 @@ class FtsIndex:
 
     def iter_chunk_ids(self) -> Iterator[tuple[str, str]]:
         yield from self.conn().execute("SELECT id, path FROM chunks")
+
+    def iter_embedded_chunks(self) -> Iterator[tuple[str, str]]:
+        """(chunk id, path) of every chunk that gets a vector (all but transcripts'), a file's in line order
+        as `chunks_of` gives them: the order that places them in the vector index's entries."""
+        yield from self.conn().execute(
+            "SELECT id, path FROM chunks WHERE layer != 'transcript' ORDER BY path, start_line, rowid"
+        )
 
     def file_count(self) -> int:
         """Files in the manifest (cheap: the chunk counts of `counts` scan every chunk)."""

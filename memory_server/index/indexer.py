@@ -32,7 +32,7 @@ from memory_server.index.embed_text import EMBED_RECIPE, embed_text
 from memory_server.index.embedder import Embedder
 from memory_server.index.fts import FTS_FILE, FileRecord, FtsIndex
 from memory_server.index.repair import IndexRepairs
-from memory_server.index.vectors import VectorIndex
+from memory_server.index.vectors import ENTRY_IDS, VectorIndex
 from memory_server.parse.markdown import Chunk, parse_document
 from memory_server.parse.text import as_data
 from memory_server.sessions.transcript_layer import Increment, TranscriptFollower, transcript_sources
@@ -190,13 +190,21 @@ class Indexer(IndexRepairs, AutoMemorySync):
         assert self.vectors is not None and self.embedder is not None
         tokens = self.settings.embedding.token_vectors
         recipe = f"{self.embedder.name}|{EMBED_RECIPE}" + ("" if tokens == "off" else f"|tokens:{tokens}")
-        if self.fts.get_meta("vector_recipe") == recipe:
+        made, keyed = self.fts.get_meta("vector_recipe"), self.fts.get_meta("vector_ids")
+        if made == recipe and keyed == ENTRY_IDS:
             return
-        if not rebuilt and self.fts.get_meta("vector_recipe") is not None:
-            self._note("the embedding model, chunk context or token vectors changed; re-embedding every chunk")
+        if not rebuilt and made is not None:
+            if made != recipe:
+                self._note("the embedding model, chunk context or token vectors changed; re-embedding every chunk")
+            else:
+                self._note(
+                    "the vector index keyed its entries by chunk text, so every rewrite of a file left its old "
+                    "vectors behind; storing them again by file and place (from the embedding cache)"
+                )
             self._reset_vectors()
         self.fts.conn().execute("UPDATE files SET vectors_sha256 = NULL WHERE layer != 'transcript'")
         self.fts.set_meta("vector_recipe", recipe)
+        self.fts.set_meta("vector_ids", ENTRY_IDS)
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -457,9 +465,7 @@ class Indexer(IndexRepairs, AutoMemorySync):
             if i + EMBED_SLICE < len(order):
                 crash_point("index-embedding-between-slices")
         self._set_progress("writing", done + len(chunks), total, progress)
-        self.vectors.delete_paths([r.path for r in records])
-        if chunks:
-            self.vectors.upsert(chunks, vectors)
+        self.vectors.replace_files([r.path for r in records], chunks, vectors)
         report.vectors_written += len(chunks)
         crash_point("index-vectors-before-manifest")
         self.fts.begin()

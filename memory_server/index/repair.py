@@ -8,19 +8,20 @@ the embedding cache, so no model work for unchanged text). What was repaired goe
   process); otherwise it is deleted and every file is indexed again.
 - `_check_manifest`: the manifest's chunk counts match the stored chunks; chunks of unlisted files go.
 - `_open_vectors`: an embedded Chroma store that cannot be opened is deleted and made anew.
-- `_check_vectors`: the vector count matches the manifest; otherwise stale vectors are deleted and files
-  whose vectors are missing are embedded again.
+- `_check_vectors`: the vector count matches the manifest; otherwise entries holding no current chunk are
+  deleted and files whose entries are missing (or hold another chunk) are embedded again.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from memory_server.errors import CorruptIndexError, LockedError, VectorStoreError
 from memory_server.index.fts import FtsIndex
-from memory_server.index.vectors import VectorIndex
+from memory_server.index.vectors import VectorIndex, entry_id
 from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,8 @@ class IndexRepairs:
 
     def _check_vectors(self) -> bool:
         """Make the vector index agree with the manifest (after a deleted folder, a crash, another writer):
-        vectors of chunks that no longer exist are deleted; files whose vectors are missing are embedded
-        again (from the cache, so no model work for unchanged text)."""
+        entries that hold no chunk of the index now are deleted; files whose entries are missing or hold
+        other chunks are embedded again (from the cache, so no model work for unchanged text)."""
         assert self.vectors is not None
         replaced, self.vectors.replaced = self.vectors.replaced, False
         stored = self.vectors.count()
@@ -131,12 +132,14 @@ class IndexRepairs:
         )
         if stored == expected and not replaced:
             return True
-        have = self.vectors.ids()
-        wanted: dict[str, str] = {}
-        for cid, path in self.fts.iter_chunk_ids():
-            wanted[cid] = path
-        extra = have - wanted.keys()
-        missing_files = {path for cid, path in wanted.items() if cid not in have}
+        have = self.vectors.entries()
+        wanted: dict[str, tuple[str, str]] = {}  # entry id -> (chunk id, path)
+        places: Counter[str] = Counter()
+        for cid, path in self.fts.iter_embedded_chunks():
+            wanted[entry_id(path, places[path])] = (cid, path)
+            places[path] += 1
+        extra = have.keys() - wanted.keys()
+        missing_files = {path for entry, (cid, path) in wanted.items() if have.get(entry) != cid}
         if extra:
             self.vectors.delete_ids(sorted(extra))
         self.fts.begin()

@@ -14,6 +14,13 @@ process whose in-memory view was loaded under another stamp drops it and reloads
 touches the store. So no process ever works from, or writes back, a view older than the last write. A
 Chroma server needs none of this: it is one process.
 
+Entries keep their ids when a file is rewritten. A chunk's id is a hash of its text, so a rewrite gives every
+chunk a new one; had the store used those ids, each rewrite would delete the file's entries and add new ones,
+and HNSW keeps a deleted element for good (in memory and on disk: the store grew with every edit). So an
+entry's id is its file and its place in the file (`entry_id`), and the chunk's id rides in its metadata: a
+rewrite updates the file's entries in place and deletes only those past its new chunk count. (An entry deleted
+and later added again still costs a new element: a file that shrinks and grows back leaves a few behind.)
+
 Chroma's errors are translated in one place, `_chroma_errors`: whatever a call raises, an exception or a
 panic of its Rust core (pyo3's PanicException, a BaseException), becomes a VectorStoreError saying what to
 do, and a store found damaged (a panic, SQLite's "malformed", "not a database") is marked `damaged`, so the
@@ -26,7 +33,8 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,12 +72,34 @@ def is_damage_report(exc: BaseException) -> bool:
     return any(word in text for word in _DAMAGE_WORDS)
 
 
+#: How entries are keyed (the indexer remakes a store keyed another way): by file and place in the file.
+ENTRY_IDS = "file-place"
+
+
 def date_number(date: str | None) -> int:
     return int(date.replace("-", "")) if date else 0
 
 
+def entry_id(path: str, place: int) -> str:
+    """The id of the entry holding the vector of a file's `place`-th chunk (0-based, in line order)."""
+    return f"{path}#{place}"
+
+
+def _chunk_ids(entries: Sequence[str], metadatas: Any) -> list[str]:
+    """The chunk id each entry holds, from its metadata (`metadatas` as Chroma returns them, a list per query);
+    in a store keyed the old way an entry has none, its id being the chunk's own."""
+    found = metadatas[0] if metadatas else None
+    metas: Sequence[Any] = found if found is not None and len(found) == len(entries) else [None] * len(entries)
+    out = []
+    for entry, meta in zip(entries, metas, strict=True):
+        chunk = meta.get("chunk") if isinstance(meta, Mapping) else None
+        out.append(chunk if isinstance(chunk, str) else entry)
+    return out
+
+
 class VectorIndex:
-    """One Chroma collection holding a vector per chunk, with the chunk's path, layer and date."""
+    """One Chroma collection holding a vector per chunk, in the entry of its file and place, with the chunk's id,
+    path, layer and date."""
 
     def __init__(self, settings: VectorSettings, persist_dir: Path, dim: int = 384) -> None:
         self.settings = settings
@@ -286,17 +316,45 @@ class VectorIndex:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    def replace_files(self, paths: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Store the vectors of the files at `paths`: `chunks` holds every chunk they have now, a file's in line
+        order. Each goes into the entry of its place in its file (updated in place when the file had one
+        there), and the entries past each file's new chunk count are deleted."""
+        counts: Counter[str] = Counter({path: 0 for path in paths})
+        places: list[int] = []
+        for c in chunks:
+            places.append(counts[c.path])
+            counts[c.path] += 1
         for i in range(0, len(chunks), WRITE_BATCH):
             if i:
                 crash_point("index-vectors-between-batches")
-            part = chunks[i : i + WRITE_BATCH]
+            part = list(zip(chunks[i : i + WRITE_BATCH], places[i : i + WRITE_BATCH], strict=True))
             with self._access(write=True) as col, self._chroma_errors("writing to the vector index"):
                 col.upsert(
-                    ids=[c.id for c in part],
+                    ids=[entry_id(c.path, place) for c, place in part],
                     embeddings=vectors[i : i + WRITE_BATCH],
-                    metadatas=[{"path": c.path, "layer": c.layer, "date_num": date_number(c.date)} for c in part],
+                    metadatas=[
+                        {
+                            "path": c.path,
+                            "place": place,
+                            "chunk": c.id,
+                            "layer": c.layer,
+                            "date_num": date_number(c.date),
+                        }
+                        for c, place in part
+                    ],
                 )
+        self.delete_beyond(list(counts.items()))
+
+    def delete_beyond(self, counts: Sequence[tuple[str, int]]) -> None:
+        """Delete the entries of each (file, count) at places `count` and later (all of them for 0)."""
+        for i in range(0, len(counts), 100):
+            clauses: list[dict[str, Any]] = [
+                {"$and": [{"path": path}, {"place": {"$gte": n}}]} for path, n in counts[i : i + 100]
+            ]
+            where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+            with self._access(write=True) as col, self._chroma_errors("deleting from the vector index"):
+                col.delete(where=where)
 
     def delete_paths(self, paths: Sequence[str]) -> None:
         for i in range(0, len(paths), 200):
@@ -337,19 +395,25 @@ class VectorIndex:
     def count(self) -> int:
         return int(self._read(lambda col: col.count()))
 
-    def ids(self) -> set[str]:
-        def page_all(col: Any) -> set[str]:
-            out: set[str] = set()
+    def entries(self) -> dict[str, str]:
+        """Every entry's id with the chunk id it holds."""
+
+        def page_all(col: Any) -> dict[str, str]:
+            out: dict[str, str] = {}
             offset = 0
             while True:
-                got = col.get(include=[], limit=5000, offset=offset)
-                out.update(got["ids"])
+                got = col.get(include=["metadatas"], limit=5000, offset=offset)
+                out.update(zip(got["ids"], _chunk_ids(got["ids"], [got.get("metadatas")]), strict=True))
                 if len(got["ids"]) < 5000:
                     return out
                 offset += 5000
 
-        found: set[str] = self._read(page_all)
+        found: dict[str, str] = self._read(page_all)
         return found
+
+    def ids(self) -> set[str]:
+        """The ids of the chunks whose vectors are stored."""
+        return set(self.entries().values())
 
     def query(
         self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
@@ -360,13 +424,16 @@ class VectorIndex:
                 query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                 n_results=max(1, n),
                 where=where or None,
-                include=["distances", "embeddings"],
+                include=["distances", "embeddings", "metadatas"],
             )
         )
-        ids = res["ids"][0]
+        ids = _chunk_ids(res["ids"][0], res.get("metadatas"))
         dists = res["distances"][0]
         embs = res.get("embeddings")
         vecs = embs[0] if embs is not None and len(embs) else [None] * len(ids)
-        return [
-            (i, 1.0 - float(d), None if v is None else np.asarray(v)) for i, d, v in zip(ids, dists, vecs, strict=False)
-        ]
+        out: dict[str, tuple[str, float, np.ndarray | None]] = {}
+        for i, d, v in zip(ids, dists, vecs, strict=False):
+            # Best first, so the first entry of a chunk wins (two hold one only while a store keyed the old way
+            # is being remade).
+            out.setdefault(i, (i, 1.0 - float(d), None if v is None else np.asarray(v)))
+        return list(out.values())
