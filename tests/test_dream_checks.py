@@ -849,3 +849,19 @@ def test_the_report_shows_where_the_code_names_an_issue_the_change_names(root: P
     report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
     assert "The project's code names APP-12 at `src/app/gitcli.py:4`" in report, report
     assert "git runs with a clean environment now." in report  # later work under the issue, for the reader
+
+
+def test_later_mentions_show_lines_naming_the_subject_before_the_persons_lines_sharing_one_common_word() -> None:
+    from memory_server.dream.reversals import MAX_MENTIONS, Later, Mention
+
+    common = [
+        Mention(f"transcript:s:{n}", None, "the person", "what are the settings for it?", weight=1) for n in range(20)
+    ]
+    naming = Mention(
+        "transcript:s:99", None, "the agent", "EntireSettings and EntireSettingsFile shadow settings", weight=3
+    )
+    own = Mention("transcript:s:98", None, "the person", "keep EntireSettingsFile as it is", weight=1)
+    later = Later(["EntireSettings", "EntireSettingsFile", "settings"], rare={"entir"})  # stems the sessions seldom use
+    later.mentions = [*common, own, naming]
+    shown, more = later.shown()
+    assert naming in shown and own in shown and more == len(later.mentions) - MAX_MENTIONS

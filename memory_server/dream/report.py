@@ -134,7 +134,7 @@ def _later_lines(later: Later | None) -> list[str]:
     if not later.mentions:
         return [f"- Later mentions of the subject ({terms}): none in the sessions read since."]
     chosen, more = later.shown()
-    out = [f"- Later mentions of the subject ({terms}), what takes it back and the person's first: changed later?"]
+    out = [f"- Later mentions of the subject ({terms}), takes-backs first, then the person's: changed later?"]
     out += [
         f"  - `{m.ref}` {m.date or 'undated'}, {m.who}"
         + (" (takes it back?)" if m.reverses else "")

@@ -70,13 +70,15 @@ class Later:
     mentions: list[Mention] = field(default_factory=list)
 
     def shown(self) -> tuple[list[Mention], int]:
-        """The mentions a reviewer reads first (what takes it back, then the person's, then those naming the most
-        of the subject; in order), at most MAX_MENTIONS, and how many more there are."""
+        """The mentions a reviewer reads first (what takes it back, then the person's that name the subject well,
+        then those naming the most of it; in order), at most MAX_MENTIONS, and how many more there are. A
+        person's line that shares one common word with the subject ("settings", a part of a path) comes after
+        the agent's lines that name more of it: listed first, such lines buried what mattered."""
         ranked = sorted(
             range(len(self.mentions)),
             key=lambda i: (
                 not self.mentions[i].reverses,
-                self.mentions[i].who != "the person",
+                not self._persons_own(self.mentions[i]),
                 -self.mentions[i].weight,
                 i,
             ),
@@ -85,6 +87,10 @@ class Later:
         return [self.mentions[i] for i in chosen], max(0, len(self.mentions) - MAX_MENTIONS)
 
     reversal: Mention | None = None
+
+    def _persons_own(self, m: Mention) -> bool:
+        """The person's line naming two of the subject's terms, or one the sessions seldom use."""
+        return m.who == "the person" and (m.weight >= 2 or _rare_hit(m.sentence, self.rare))
 
 
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
