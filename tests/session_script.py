@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from memory_server.files.scaffold import init_root
 
 REJECTED = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
@@ -138,3 +142,22 @@ class Script:
         path = folder / f"{self.session_id}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
         return path
+
+
+def project_root(base: Path, scripts: Iterable[Script], files: dict[str, str]) -> Path:
+    """A memory root at `base/project` in a git repository of its own, with `files` (topics or project files,
+    by path) written and committed; the scripts' transcripts are saved in `base/transcripts` (compress them
+    with MEMORY_TRANSCRIPTS_DIR set to that folder)."""
+    for script in scripts:
+        script.save(base / "transcripts")
+    root = base / "project"
+    init_root(root)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "start")):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root, check=True,
+            capture_output=True,
+        )  # fmt: skip
+    return root

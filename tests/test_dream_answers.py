@@ -18,17 +18,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from session_script import Script
+from session_script import Script, project_root
 
 from memory_server.dream.propose import ProposeResult, propose
 from memory_server.files.root import MemoryRoot
-from memory_server.files.scaffold import init_root
 from memory_server.sessions.compress import compress_all
 
 NOW = 1_767_225_600.0 + 30 * 86400  # 2026-01-31
@@ -128,27 +126,12 @@ def ref(story: str, name: str) -> str:
     return f"transcript:{IDS[story].session_id}:{L[name]}"
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
-                   capture_output=True)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("answers")
-    transcripts = base / "transcripts"
-    for script in IDS.values():
-        script.save(transcripts)
-    root = base / "project"
-    init_root(root)
-    (root / "topics" / "operations.md").write_text(OPERATIONS, encoding="utf-8")
-    for rel, text in PROJECT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "start")
+    root = project_root(base, IDS.values(), {"topics/operations.md": OPERATIONS, **PROJECT})
     with pytest.MonkeyPatch.context() as mp:
+        transcripts = base / "transcripts"
         mp.setenv("MEMORY_TRANSCRIPTS_DIR", str(transcripts))
         assert len(compress_all(transcripts, MemoryRoot(root))) == len(IDS)
         yield root

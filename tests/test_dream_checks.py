@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_script import Script
+from session_script import Script, project_root
 
 from memory_server.cli import main as cli_main
 from memory_server.dream.pack import gather
@@ -29,7 +29,6 @@ from memory_server.dream.review import apply_proposal, dream_status, reject_prop
 from memory_server.dream.run import run_dream
 from memory_server.errors import StaleProposalError
 from memory_server.files.root import MemoryRoot
-from memory_server.files.scaffold import init_root
 from memory_server.sessions.compress import compress_all
 
 NOW = 1_767_225_600.0 + 30 * 86400  # 2026-01-31
@@ -192,18 +191,9 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("checks")
-    transcripts = base / "transcripts"
-    for script in IDS.values():
-        script.save(transcripts)
-    root = base / "project"
-    init_root(root)
-    (root / "topics" / "tooling.md").write_text(TOOLING, encoding="utf-8")
-    for rel, text in PROJECT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    assert git(root, "init", "-q").returncode == 0
-    assert git(root, "add", "-A").returncode == 0 and git(root, "commit", "-qm", "start").returncode == 0
+    root = project_root(base, IDS.values(), {"topics/tooling.md": TOOLING, **PROJECT})
     with pytest.MonkeyPatch.context() as mp:
+        transcripts = base / "transcripts"
         mp.setenv("MEMORY_TRANSCRIPTS_DIR", str(transcripts))
         assert len(compress_all(transcripts, MemoryRoot(root))) == len(IDS)
         yield root
