@@ -142,17 +142,14 @@ class GitTree:
             if p == wanted or p.startswith(wanted + "/") or p.endswith("/" + wanted) or ("/" + wanted + "/") in p
         ]
 
-    @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
     def lines_naming(self, text: str, limit: int = 3) -> list[tuple[str, int, str]]:
         """(path, line number, line) of the first tracked lines naming `text` as a whole word (memory files out)."""
-        out = []
-        for path, rest in self._grep(text, numbered=True)[:limit]:
-            number, _, line = rest.partition(":")
-            out.append((path, int(number) if number.isdigit() else 0, line.strip()))
-        return out
+        return [(path, number, line.strip()) for path, number, line in self._grep(text)[:limit]]
 
-    def _grep(self, text: str, numbered: bool = False) -> tuple[tuple[str, str], ...]:
-        """(path, line) of every tracked line holding `text` as whole words (memory files left out)."""
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
+    def _grep(self, text: str) -> tuple[tuple[str, int, str], ...]:
+        """(path, line number, line) of every tracked line holding `text` as whole words (memory files left
+        out)."""
         if self.top is None:
             return ()
         excluded = [f":(exclude){m}" for m in self.memory]
@@ -164,8 +161,8 @@ class GitTree:
         out = []
         for raw in proc.stdout.decode("utf-8", "replace").splitlines()[:5000]:
             path, _, rest = raw.partition(":")
-            _n, _, line = rest.partition(":")
-            out.append((path, rest if numbered else line))
+            number, _, line = rest.partition(":")
+            out.append((path, int(number) if number.isdigit() else 0, line))
         return tuple(out)
 
     def real(self, name: str, kind: str, within: list[str] | None = None) -> list[str]:
@@ -173,7 +170,7 @@ class GitTree:
         bare = name[:-2] if name.endswith("()") else name
         pattern = re.compile(rf"(?<![\w]){re.escape(bare)}(?![\w])")
         files: dict[str, None] = {}
-        for path, line in self._grep(bare):
+        for path, _n, line in self._grep(bare):
             if within is not None and path not in within:
                 continue
             family = _family(path)
@@ -210,7 +207,7 @@ class GitTree:
         pattern = re.compile(DEFINITION.format(name=re.escape(bare)))
         return any(
             path in files and pattern.search(code_part(line, _family(path), strings=False))
-            for path, line in self._grep(bare)
+            for path, _n, line in self._grep(bare)
         )
 
     def problem(self, name: str, place: str | None = None) -> str | None:
@@ -260,7 +257,7 @@ class GitTree:
         files = self.real(tail, "code", within)
         if owner[:1].isupper():
             receiver = re.compile(rf"func\s*\(\s*\w*\s*\*?{re.escape(owner)}(?:\[[^\]]*\])?\s*\)\s*{re.escape(tail)}\b")
-            if any(receiver.search(line) for _p, line in self._grep(tail)):
+            if any(receiver.search(line) for _p, _n, line in self._grep(tail)):
                 return True
             return any(self.defined(owner, [f]) and self.defined(tail, [f]) for f in files)
         return any(Path(f).parent.name == owner or Path(f).stem == owner for f in files if self.defined(tail, [f]))
