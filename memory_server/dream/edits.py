@@ -1,9 +1,10 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
 - fact / decision: a list item (the statement) at the end of the target section's own text (before its
-  first sub-heading; after its prose, before the first labelled block such as "**Do NOT:**" or
-  "**Key files:**", whose list the line must not join). With no section given or matched: a `## Updates` section
-  at the end of the topic (created once), or the end of a topic that has no sections below its title;
+  first sub-heading; after its prose, before the first line that introduces a list, such as "**Do NOT:**"
+  or "**Key files:**", or the sub-headings: the line must not read as one of what it introduces). With no
+  section given or matched: a `## Updates` section at the end of the topic (created once), or the end of a
+  topic that has no sections below its title;
 - correction: on each cited topic line, the old term becomes the new one (nothing else on the line moves);
 - lesson: a `## <statement>` entry (a long one split at its first ": " into heading and paragraph) at the end
   of `topics/lessons.md`, with the mistake and the fix as quoted (code spans: data, not prose) from one
@@ -28,7 +29,7 @@ from memory_server.dream.patch import Edit
 from memory_server.dream.topics import TopicFile, heading_key, headings, split_keep
 from memory_server.files.root import MEMORY_INDEX
 from memory_server.files.scaffold import LESSONS_TEMPLATE
-from memory_server.parse.markdown import LIST_ITEM
+from memory_server.parse.markdown import FENCE, LIST_ITEM
 from memory_server.parse.text import as_data
 
 
@@ -68,9 +69,6 @@ def _labelled_list(topic: TopicFile, start: int, k: int) -> int | None:
     while j - 1 > start and topic.lines[j - 1].strip():
         j -= 1  # to the start of the label's paragraph
     return j
-
-
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def _is_label(lines: list[str], i: int, k: int) -> bool:
