@@ -18,6 +18,7 @@ from conftest import write
 
 from memory_server import Memory
 from memory_server.files.reading import DEFAULT_MAX_FILE_BYTES
+from memory_server.settings import Settings
 
 CHANGING = "kept changing while being read; it will be indexed on the next pass"
 
@@ -387,7 +388,11 @@ def test_file_that_keeps_growing_is_skipped_then_indexed(root: Path):
     path = root / rel
     base = ("# Growing log\n\n" + "".join(f"entry {n} of a steady text to read\n" for n in range(60_000))).encode()
     path.write_bytes(base)  # about 2 MB: each read takes long enough for the writer to append meanwhile
-    m = Memory(root, keyword_only=True)
+    # The size limit is raised: on a slow machine twenty passes let the appender add megabytes, and the test is
+    # about a file that changes while it is read, not one that outgrows the limit.
+    settings = Settings()
+    settings.index.max_file_bytes = 1 << 30
+    m = Memory(root, settings=settings, keyword_only=True)
     # A process of its own, not a thread: a thread appends only when this one lets go of the GIL, and on a
     # busy machine a whole read could pass without one append.
     appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(path)])
