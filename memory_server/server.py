@@ -62,6 +62,7 @@ from memory_server.errors import (
 from memory_server.files.logs import LOG_DIR, rotate
 from memory_server.files.program import with_program
 from memory_server.files.root import Layer
+from memory_server.files.sqlite import release_this_thread
 from memory_server.process_memory import limit_arenas
 from memory_server.settings import Settings, load_settings, settings_stamp
 from memory_server.stdio_guard import exit_now, exit_on_hangup, repair_stdin, serve_stdio, stop_on_signals
@@ -237,7 +238,8 @@ def answering(
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """The one place failures become answers, for tools, prompts and resources alike: our errors as the errors
     the client shows (`error(exc, message)`); anything else (a bug, a panic in a native library) logged with its
-    traceback and reported plainly (`error(None, message)`)."""
+    traceback and reported plainly (`error(None, message)`). Answered, the call hands its database connections
+    back for the next call (files/sqlite.py)."""
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
@@ -255,6 +257,8 @@ def answering(
                     f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}. The server log (stderr) has "
                     "details.",
                 ) from exc
+            finally:
+                release_this_thread()  # the worker may retire or serve another call: its connections go back
 
         return answered
 

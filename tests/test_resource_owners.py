@@ -1,4 +1,5 @@
-"""One owner per resource: a SQLite connection per thread, closed when its thread ends; one background worker
+"""One owner per resource: a SQLite connection per thread while it works, handed back when its call is answered
+and closed when its thread ends; one background worker
 that keeps failed work pending and backs off, without a timer per retry; a server's heap kept to two malloc
 arenas, however many threads come and go."""
 
@@ -18,6 +19,8 @@ from filelock import FileLock
 from memory_server import Memory
 from memory_server.background import RETRY_SECONDS
 from memory_server.files.locks import INDEX_LOCK
+from memory_server.files.sqlite import release_this_thread
+from memory_server.server import answers
 from memory_server.testing import FakeEmbedder
 
 
@@ -47,6 +50,82 @@ def test_connections_close_when_their_thread_ends(root: Path) -> None:
     finally:
         memory.close()
     assert memory.fts.open_connections == 0
+
+
+def _index_fds(root: Path) -> int:
+    """Open file descriptors of this process on the keyword index's files (the database and its log)."""
+    index = str(root / ".memory" / "index.sqlite")
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        count += target.startswith(index)
+    return count
+
+
+def test_an_answered_call_hands_its_connection_to_the_next_thread(root: Path) -> None:
+    """Worker threads that stay alive between calls (the SDK keeps idle workers a while) share the connections
+    their answered calls hand back: as many as the calls in flight at once, not one per worker ever alive."""
+    memory = Memory(root, keyword_only=True)
+    memory.index()
+    memory.fts.release_connections()  # the indexing thread (this one) is done too
+    search = answers(lambda: memory.search_exact("SAVE_CONFIG"))
+    turn = threading.Lock()  # one call at a time, in a different worker each time
+    done = threading.Event()
+
+    def worker() -> None:
+        with turn:
+            assert search()
+        done.wait(30)  # stays alive, as an idle worker does
+
+    workers = [threading.Thread(target=worker) for _ in range(12)]
+    try:
+        for t in workers:
+            t.start()
+            time.sleep(0.02)
+        for _ in range(100):
+            if memory.fts.idle_connections == memory.fts.open_connections == 1:
+                break
+            time.sleep(0.05)
+        assert memory.fts.open_connections == 1, "each worker kept a connection of its own"
+        assert _index_fds(root) <= 3  # the database, its write-ahead log and its shared-memory index, once each
+    finally:
+        done.set()
+        for t in workers:
+            t.join(10)
+        memory.close()
+    assert memory.fts.open_connections == 0
+
+
+def test_a_handed_back_connection_to_a_replaced_index_is_not_reused(root: Path) -> None:
+    memory = Memory(root, keyword_only=True)
+    memory.index()
+    path = memory.fts.path
+    had = memory.fts.conn().execute("SELECT count(*) FROM files").fetchone()[0]
+    assert had > 0
+    memory.fts.release_connections()
+    for suffix in ("", "-wal", "-shm"):  # another process set the index aside and started a new one
+        if Path(f"{path}{suffix}").exists():
+            os.replace(f"{path}{suffix}", f"{path}.old{suffix}")
+    try:
+        assert memory.fts.conn().execute("SELECT count(*) FROM files").fetchone()[0] == 0
+    finally:
+        memory.close()
+
+
+def test_a_connection_in_a_transaction_is_not_handed_back(root: Path) -> None:
+    memory = Memory(root, keyword_only=True)
+    memory.index()
+    conn = memory.fts.conn()
+    conn.execute("BEGIN")
+    release_this_thread()
+    try:
+        assert memory.fts.conn() is conn and memory.fts.idle_connections == 0
+    finally:
+        conn.execute("ROLLBACK")
+        memory.close()
 
 
 def test_failed_work_stays_pending_and_backs_off_without_timers(root: Path) -> None:

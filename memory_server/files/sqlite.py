@@ -4,9 +4,13 @@ Every database here is derived state shared by several threads and processes: op
 (callers BEGIN what must be atomic), with a busy timeout and the write-ahead log. On a read-only root the
 database is opened read-only, so searches still work from an index built earlier.
 
-`ThreadConnections` owns the connections of one database: one per thread (the MCP SDK runs tools in a pool
-of worker threads that come and go), each closed when its thread ends, and all of them by `close()`. So the
-open files of a long-running server stay as many as its live threads, however many searches it answers.
+`ThreadConnections` owns the connections of one database: one per thread while the thread uses it, each
+closed when its thread ends, and all of them by `close()`. A thread that is done for now (a tool call
+answered: `release_this_thread`) hands its connection back, and the next thread to ask takes it instead of
+opening one. The MCP SDK runs tools in a pool of worker threads that come and go; without the hand-back a
+server would hold a connection per live worker, and SQLite keeps the file descriptor of a connection closed
+while another holds a lock, so the count crept up with the largest number of workers ever alive. With it,
+the connections are as many as the calls that were ever in flight at once.
 
 A truncated or overwritten database raises `sqlite3.DatabaseError` ("file is not a database", "database
 disk image is malformed"); a busy one raises `OperationalError` ("database is locked"), which is not
@@ -153,13 +157,16 @@ def _close_quietly(conn: sqlite3.Connection) -> None:
 
 
 class ThreadConnections:
-    """One connection per thread to one database, made by `open_connection` on a thread's first use; closed
-    when the thread ends, when `forget()` is called in that thread, or all at once by `close()`."""
+    """One connection per thread to one database, made by `open_connection` on a thread's first use or taken
+    from those handed back (`release`); closed when the thread ends holding it, when `forget()` is called in
+    that thread, or all at once by `close()`."""
 
-    def __init__(self, open_connection: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, open_connection: Callable[[], sqlite3.Connection], *, keep_idle: int = 8) -> None:
         self._open = open_connection
         self._local = threading.local()
         self._live: weakref.WeakSet[_Held] = weakref.WeakSet()
+        self._idle: list[_Held] = []
+        self._keep_idle = keep_idle
         self._lock = threading.Lock()
 
     def current(self) -> _Held | None:
@@ -167,16 +174,52 @@ class ThreadConnections:
         return getattr(self._local, "held", None)
 
     def get(self, file_id: object = None) -> sqlite3.Connection:
-        """This thread's connection, opened on first use (`file_id` is kept with it, see `current`)."""
+        """This thread's connection: one handed back earlier for the same file (`file_id`), else a new one."""
         held = self.current()
         if held is None:
-            conn = self._open()
-            held = _Held(conn, file_id)
-            weakref.finalize(held, _close_quietly, conn)
-            with self._lock:
-                self._live.add(held)
+            held = self._take_idle(file_id) or self._new(file_id)
             self._local.held = held
+            _holding(self)
         return held.conn
+
+    def _take_idle(self, file_id: object) -> _Held | None:
+        stale: list[_Held] = []
+        found = None
+        with self._lock:
+            while self._idle and found is None:
+                held = self._idle.pop()
+                if held.file_id == file_id:
+                    found = held
+                else:  # the file was replaced since (a rebuilt index): this connection reads the old one
+                    self._live.discard(held)
+                    stale.append(held)
+        for held in stale:
+            _close_quietly(held.conn)
+        return found
+
+    def _new(self, file_id: object) -> _Held:
+        conn = self._open()
+        held = _Held(conn, file_id)
+        weakref.finalize(held, _close_quietly, conn)
+        with self._lock:
+            self._live.add(held)
+        return held
+
+    def release(self) -> None:
+        """This thread is done for now: hand its connection back for the next thread that asks (kept when a
+        transaction is open, closed when enough are idle already)."""
+        held = self.current()
+        if held is None or held.conn.in_transaction:
+            return
+        self._local.held = None
+        with self._lock:
+            keep = held in self._live and len(self._idle) < self._keep_idle
+            if keep:
+                self._idle.append(held)
+            else:
+                self._live.discard(held)
+        if not keep:
+            _close_quietly(held.conn)
 
     def forget(self) -> None:
         """Close this thread's connection (the next `get` opens a new one)."""
@@ -188,19 +231,46 @@ class ThreadConnections:
             _close_quietly(held.conn)
 
     def close(self) -> None:
-        """Close every thread's connection; threads that use the database again open new ones."""
+        """Close every connection, in use or handed back; threads that use the database again open new ones."""
         with self._lock:
             live = list(self._live)
             self._live.clear()
+            self._idle.clear()
             self._local = threading.local()
         for held in live:
             _close_quietly(held.conn)
 
     @property
     def open_count(self) -> int:
-        """Connections open now (one per live thread that used the database since the last close)."""
+        """Connections open now: held by threads, or handed back and waiting for the next."""
         with self._lock:
             return len(self._live)
+
+    @property
+    def idle_count(self) -> int:
+        """Connections handed back and not yet taken again."""
+        with self._lock:
+            return len(self._idle)
+
+
+_holdings = threading.local()
+
+
+def _holding(owner: ThreadConnections) -> None:
+    owned: weakref.WeakSet[ThreadConnections] | None = getattr(_holdings, "owners", None)
+    if owned is None:
+        owned = _holdings.owners = weakref.WeakSet()
+    owned.add(owner)
+
+
+def release_this_thread() -> None:
+    """Hand back every connection this thread holds, of every database (a tool call has been answered)."""
+    owned: weakref.WeakSet[ThreadConnections] | None = getattr(_holdings, "owners", None)
+    if owned is None:
+        return
+    for owner in list(owned):
+        owner.release()
+    owned.clear()
 
 
 def quarantine(path: Path) -> Path:

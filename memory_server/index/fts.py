@@ -122,7 +122,7 @@ class FtsIndex:
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened (and the schema made) on first use, and opened again when the
         file was deleted or replaced since (another process rebuilt a corrupt index). Closed when the
-        thread ends (files/sqlite.py ThreadConnections)."""
+        thread ends or hands it back (files/sqlite.py ThreadConnections)."""
         held = self._connections.current()
         if held is not None and not held.conn.in_transaction and self._file_id() != held.file_id:
             self._connections.forget()
@@ -187,10 +187,19 @@ class FtsIndex:
         self._connections.close()
         self._local = threading.local()
 
+    def release_connections(self) -> None:
+        """This thread is done with the index for now: its connection serves the next thread that asks."""
+        self._connections.release()
+
     @property
     def open_connections(self) -> int:
-        """Connections open now: one per live thread that used the index."""
+        """Connections open now: held by threads, or handed back for the next."""
         return self._connections.open_count
+
+    @property
+    def idle_connections(self) -> int:
+        """Connections handed back and waiting for a thread."""
+        return self._connections.idle_count
 
     def destroy(self) -> None:
         """Close every connection and delete the database files (used to recover from corruption)."""
