@@ -35,6 +35,7 @@ from memory_server.dream.run import run_dream
 from memory_server.dream.start_hook import session_start
 from memory_server.dream.topics import split_keep
 from memory_server.errors import DreamError, LockedError, NotFoundError, PathRefusedError, StaleProposalError
+from memory_server.files.program import program_command
 from memory_server.files.scaffold import init_root
 from memory_server.testing import FakeEmbedder
 
@@ -775,6 +776,9 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str], monk
     assert f"proposal {pid} (pending" in out and "apply cleanly" in out and "diff --git" in out
     assert "change 1 [pending] (hunks 2): Dependencies are installed with `uv sync`" in out
     assert "second reading: not done" in out
+    assert cli_main(["dream", "status", *r]) == 0  # the command to review it, pasteable: program and root
+    review = f"to review: {pid} (hunks 1, 2): {program_command()} dream show {pid} --root {root}"
+    assert review in capsys.readouterr().out
     assert cli_main(["dream", "reject", "--changes", "2", *r]) == 0  # no id: the newest to review
     assert f"rejected change(s) 2 of {pid}" in capsys.readouterr().out
     assert cli_main(["dream", "apply", pid, "--changes", "2", *r]) == 2

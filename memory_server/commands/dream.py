@@ -15,7 +15,7 @@ import click
 
 from memory_server.commands.common import common_options, echo_json, root_path
 from memory_server.errors import RootError
-from memory_server.files.program import with_program
+from memory_server.files.program import program_command, shown, with_program
 from memory_server.files.root import is_memory_root, not_set_up_message
 
 if TYPE_CHECKING:
@@ -99,9 +99,10 @@ def status(as_json: bool) -> None:
         f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
         f"last dream: {info['last_dream_utc']}"
     )
+    root = shown(memory.root.path)
     for p in info["proposals_to_review"]:
         hunks = ", ".join(map(str, p["pending_hunks"]))
-        click.echo(f"to review: {p['id']} (hunks {hunks}): memory-server dream show {p['id']}")
+        click.echo(f"to review: {p['id']} (hunks {hunks}): {program_command()} dream show {p['id']} --root {root}")
 
 
 @dream.command(
