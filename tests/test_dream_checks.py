@@ -823,6 +823,25 @@ def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchang
     assert lesson_heading(no_colon) == (no_colon, "")
 
 
+def test_a_lessons_fix_shows_the_lines_of_the_step_that_hold_the_cited_part() -> None:
+    from memory_server.dream.lessons import LessonCase
+
+    edit = (
+        'if err := s.InitializeSession(sessionID, agent.AgentTypeClaudeCode, "", ""); err != nil {\n'
+        '\tt.Fatalf("InitializeSession() error = %v", err)\n}\n\n// Simulate the bug: manually set AgentType'
+    )
+    case = LessonCase("s.md", "s.md:3", "s.md:5", "not enough arguments", edit, "InitializeSession(sessionID,  agent")
+    assert case.fix_shown == 'if err := s.InitializeSession(sessionID, agent.AgentTypeClaudeCode, "", ""); err != nil {'
+    across = LessonCase("s.md", "s.md:3", "s.md:5", "e", edit, '"", ""); err != nil {\n\tt.Fatalf(')
+    assert (
+        across.fix_shown.endswith('t.Fatalf("InitializeSession() error = %v", err)')
+        and "Simulate" not in across.fix_shown
+    )
+    sentence = "ran `.venv/bin/pytest` instead of the system pytest"
+    assert LessonCase("s.md", "a", "b", "e", sentence, "ran `.venv/bin/pytest`").fix_shown == sentence  # a whole line
+    assert LessonCase("s.md", "a", "b", "e", edit, "not in the step").fix_shown == edit
+
+
 def test_dream_record_shows_the_referenced_turn_whole_and_its_neighbours_cut(root: Path) -> None:
     from memory_server.dream.context import render_around
 

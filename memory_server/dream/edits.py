@@ -154,7 +154,7 @@ def lesson_lines(item: ProposalItem, cases: list[LessonCase], eol: str) -> list[
     for case in cases:
         out += [
             f"- Mistake: {code_span(case.error[:200])} (`{case.failure}`){eol}",
-            f"  Fix: {code_span(case.fix_text[:200])} (`{case.fix}`){eol}",
+            f"  Fix: {code_span(case.fix_shown[:200])} (`{case.fix}`){eol}",
         ]
     seen = ", ".join(f"`{as_data(c.session)}`" for c in cases)
     return [*out, f"- Seen in: {seen}{eol}"]

@@ -39,7 +39,27 @@ class LessonCase:
     failure: str  # its reference
     fix: str
     error: str
-    fix_text: str
+    fix_text: str  # the whole fix step (what the report shows and the checks read)
+    fix_quote: str = ""  # the part of it the item cited
+
+    @property
+    def fix_shown(self) -> str:
+        """The fix as the topic shows it: the lines of the step that hold the cited part, not a whole edit that
+        runs on into the next statement (the whole step when the part is not found as written)."""
+        return quoted_lines(self.fix_text, self.fix_quote)
+
+
+def quoted_lines(text: str, quote: str) -> str:
+    """The whole lines of `text` that hold `quote` (spacing aside), else all of `text`."""
+    words = quote.split()
+    if not words:
+        return text
+    found = re.search(r"\s+".join(map(re.escape, words)), text)
+    if found is None:
+        return text
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start : end if end >= 0 else len(text)].strip()
 
 
 def _failure(quotes: list[Located]) -> tuple[Located, FailureRecord] | None:
@@ -107,7 +127,7 @@ def _case(session: SessionRecord, quotes: list[Located]) -> LessonCase | str:
             f"no fix of the failure at {f.ref} is quoted: cite an edit, a file written or a command of the agent "
             f"in {window} (before the same command next succeeded)"
         )
-    return LessonCase(session.path, f.ref, fix.quote.ref, f.error, fix.turn.text)
+    return LessonCase(session.path, f.ref, fix.quote.ref, f.error, fix.turn.text, fix.quote.quote)
 
 
 def _reverted(case: LessonCase, fix: Located, sessions: list[SessionRecord]) -> str | None:
