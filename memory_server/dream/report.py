@@ -127,6 +127,13 @@ def _quote_lines(x: Located) -> list[str]:
     return out
 
 
+def _earlier_lines(later: Later | None) -> list[str]:
+    if later is None or not later.earlier:
+        return []
+    out = ["- Earlier, the person on the subject (before the first quote; does the change go against it?):"]
+    return out + [f"  - `{m.ref}` {m.date or 'undated'}: > {shown(m.sentence, 300)}" for m in later.earlier]
+
+
 def _later_lines(later: Later | None) -> list[str]:
     if later is None:
         return []
@@ -171,6 +178,7 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
             f"- Lesson in `{shown(case.session, 120)}`: failed at `{case.failure}` > {shown(case.error, 200)}; "
             f"fixed at `{case.fix}` > {shown(case.fix_text, 200)}"
         )
+    out += _earlier_lines(v.later)
     out += _later_lines(v.later)
     out += [f"- Warning: {shown(w, 400)}" for w in v.warnings]
     out += [READING_LINE.format(n=record["n"], verdict=NOT_READ), f"- Fingerprint: `{item.fingerprint}`", ""]

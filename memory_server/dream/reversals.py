@@ -51,6 +51,7 @@ UNDO = re.compile(
 )
 SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
 MAX_MENTIONS = 12
+MAX_EARLIER = 3
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Later:
     terms: list[str]
     rare: set[str] = field(default_factory=set)  # stems of terms the sessions seldom use
     mentions: list[Mention] = field(default_factory=list)
+    earlier: list[Mention] = field(default_factory=list)  # the person on the subject before the first quote
 
     def shown(self) -> tuple[list[Mention], int]:
         """The mentions a reviewer reads first (what takes it back, then the person's that name the subject well,
@@ -258,6 +260,7 @@ def later_mentions(
     again = [
         x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
     ]
+    out.earlier = _earlier(out, need, sessions, order, start)
     for session in sessions:
         n = order.get(session.ref_base, -1)
         if n < start[0]:
@@ -272,6 +275,43 @@ def later_mentions(
             if turn.speaker == AGENT:
                 after_subject = mentions(turn.text, terms, need)
     return out
+
+
+def _earlier(
+    later: Later, need: int, sessions: list[SessionRecord], order: dict[str, int], start: tuple[int, int]
+) -> list[Mention]:
+    """The person's words on the subject before the item's first quote, nearest last (at most MAX_EARLIER): an
+    instruction the quotes come after ("Do it." to deleting what the item says is needed) is for the reviewer to
+    weigh. Only the person's lines that name the subject well (two of its terms, or one the sessions seldom use)."""
+    found: list[Mention] = []
+    for session in sessions:
+        n = order.get(session.ref_base, -1)
+        if n > start[0]:
+            break
+        for turn in session.turns:
+            if turn.speaker != PERSON or (turn.speaker, turn.kind) not in SPOKEN or (n, turn.line) >= start:
+                continue
+            mention = _persons_words(turn, later, need)
+            if mention is not None:
+                found.append(mention)
+    return found[-MAX_EARLIER:]
+
+
+def _persons_words(turn: Turn, later: Later, need: int) -> Mention | None:
+    """The person's turn as a mention of the subject: its sentence that names it, or for an answer that names
+    nothing, the answer with the part of what it answers that does."""
+    hits = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if mentions(s, later.terms, need)]
+    if hits:
+        shown = hits[0]
+    elif turn.asked and mentions(turn.asked, later.terms, need):
+        parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, later.terms, need)]
+        shown = f"{turn.text.strip()} (answering: {parts[-1] if parts else turn.asked.strip()})"
+    else:
+        return None
+    weight = sum(mentions(shown, [t], 1) for t in later.terms)
+    if weight < 2 and not _rare_hit(shown, later.rare):
+        return None
+    return Mention(turn.ref, turn.date, turn.who, shown[:300], False, weight)
 
 
 def _sentences(turn: Turn, quoted: list[str]) -> list[str]:
