@@ -628,6 +628,22 @@ def test_show_escapes_what_it_prints(root: Path, capsys: pytest.CaptureFixture[s
     assert "\x1b" not in out and "\\x1b[2J" in out
 
 
+def test_show_and_the_reports_diff_quote_angle_brackets_as_they_are(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A terminal and a fenced block show `<` literally: a backslash before it would misquote the diff."""
+    topic = root / "topics" / "tooling.md"
+    topic.write_text(TOOLING.replace("- Never commit", "- Shadow branches are `entire/<hash>`.\n- Never commit"))
+    result = submit(root, [item("Use the red logger", (ref("cli", "hostile"), "logger"), kind="fact")])
+    assert result.id, result.refusals
+    report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+    fenced = report[report.index("```diff") :].split("\n```\n", 1)[0]
+    assert "+- Use the red logger" in fenced and " - Shadow branches are `entire/<hash>`." in fenced, fenced
+    assert cli_main(["dream", "show", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert " - Shadow branches are `entire/<hash>`." in out and "\\<" not in out
+
+
 # -- 6. names are checked where the statement puts them ----------------------------------------------------
 
 

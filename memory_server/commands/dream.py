@@ -237,12 +237,12 @@ def _print_show(info: ProposalView) -> None:
         reading = c.get("reading")
         verdict = f"; second reading: {reading['verdict']}" if reading else ""
         hunks = ", ".join(map(str, c["hunks"]))
-        statement = as_data(str(c["statement"]))[:200]
+        statement = as_data(str(c["statement"]), markdown=False)[:200]  # a terminal: only controls matter
         click.echo(f"  change {c['n']} [{c['status']}{verdict}] (hunks {hunks}): {statement}")
     click.echo(f"check: {info['check']}")
     if info["diff_text"]:
         click.echo()
-        click.echo(as_data(info["diff_text"], multiline=True), nl=False)
+        click.echo(as_data(info["diff_text"], multiline=True, markdown=False), nl=False)
 
 
 def _review(

@@ -163,7 +163,8 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
         f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{shown(item.topic, 120)}`"
         + (f" § {shown(item.section, 80)}" if item.section else ""),
     ]
-    shown_hunks = [f"{tag}{as_data(t.rstrip(chr(13) + chr(10)))}" for h in hunks for tag, t in h.lines]
+    # in a fenced block `<` is literal: escaped, `entire/<hash>` would read as a change that adds a backslash
+    shown_hunks = [f"{tag}{as_data(t.rstrip(chr(13) + chr(10)), markdown=False)}" for h in hunks for tag, t in h.lines]
     if shown_hunks:
         out += ["- The change, with the topic's lines around it:", "", *_fence(shown_hunks, "diff"), ""]
     if item.replace_lines:

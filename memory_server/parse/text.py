@@ -81,13 +81,15 @@ def invisible(text: str) -> bool:
     return any(unicodedata.category(ch) in INVISIBLE_CATEGORIES for ch in text if ord(ch) > 0x7F)
 
 
-def as_data(text: str, *, multiline: bool = False) -> str:
+def as_data(text: str, *, multiline: bool = False, markdown: bool = True) -> str:
     """Text from a session, a file or a file name, made safe to show as data (the one escaping function).
 
     Control characters (carriage returns, terminal escapes), bidirectional overrides and zero-width characters
     become visible escapes (`\\x1b`, `\\u202e`); the start of an HTML comment or tag becomes `\\<` (literal in
-    Markdown, and it cannot hide what follows); a newline becomes `\\n` unless `multiline`. Nothing else changes,
-    so the result still reads as the original and escaping twice only adds backslashes before `<`.
+    Markdown, and it cannot hide what follows) unless not `markdown` (a terminal, or a fenced code block, where
+    `<` is already literal and a backslash would misquote the text); a newline becomes `\\n` unless
+    `multiline`. Nothing else changes, so the result still reads as the original and escaping twice only adds
+    backslashes before `<`.
     """
     text = text.replace("\r\n", "\n")
     if not multiline:
@@ -98,7 +100,7 @@ def as_data(text: str, *, multiline: bool = False) -> str:
             _visible_char(ch) if ord(ch) > 0x7F and unicodedata.category(ch) in INVISIBLE_CATEGORIES else ch
             for ch in text
         )
-    return HTML_START.sub(r"\\<", text)
+    return HTML_START.sub(r"\\<", text) if markdown else text
 
 
 def _visible_char(ch: str) -> str:
