@@ -260,7 +260,8 @@ def later_mentions(
     again = [
         x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
     ]
-    out.earlier = _earlier(out, need, sessions, order, start)
+    cited_sessions = {x.session.ref_base for x in located}
+    out.earlier = _earlier(out, need, [s for s in sessions if s.ref_base in cited_sessions], order, start)
     for session in sessions:
         n = order.get(session.ref_base, -1)
         if n < start[0]:
@@ -280,9 +281,10 @@ def later_mentions(
 def _earlier(
     later: Later, need: int, sessions: list[SessionRecord], order: dict[str, int], start: tuple[int, int]
 ) -> list[Mention]:
-    """The person's words on the subject before the item's first quote, nearest last (at most MAX_EARLIER): an
-    instruction the quotes come after ("Do it." to deleting what the item says is needed) is for the reviewer to
-    weigh. Only the person's lines that name the subject well (two of its terms, or one the sessions seldom use)."""
+    """The person's words on the subject in the item's own sessions before its first quote, nearest last (at
+    most MAX_EARLIER): an instruction the quotes come after ("Do it." to deleting what the item says is needed)
+    is for the reviewer to weigh. Only lines that name the subject well (two of its terms, or one the sessions
+    seldom use); other sessions are left out, where shared common words ("settings") listed unrelated requests."""
     found: list[Mention] = []
     for session in sessions:
         n = order.get(session.ref_base, -1)
