@@ -563,6 +563,16 @@ def test_the_report_shows_the_persons_earlier_words_on_the_subject(root: Path) -
     assert "Earlier, the person" not in ids_part  # nothing the person said before the quote names the ids
 
 
+def test_the_persons_earlier_words_come_from_the_changes_own_sessions(root: Path) -> None:
+    # the day before, the person said yes to adding the flag: another session, so not listed (shared common
+    # words made other sessions' requests look related)
+    drop = item("The sync command has no dry-run flag", (ref("tests", "drop_flag"), "Remove the --dry-run flag"))
+    result = submit(root, [drop])
+    assert result.id and not result.refusals, result.refusals
+    report = (root / "dreams" / str(result.id) / "REPORT.md").read_text(encoding="utf-8")
+    assert "Earlier, the person" not in report
+
+
 def test_a_bare_yes_is_shown_with_the_question_it_answers(root: Path) -> None:
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None
