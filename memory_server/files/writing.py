@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # writer in the same folder removes it as litter from a killed process (a live write takes milliseconds).
 TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 STALE_TEMP_SECONDS = 300.0
+SETTLE_SECONDS = 0.05  # how long swap_into_place waits for a save already under way in the file it replaced
 
 
 def file_mode(dest: Path) -> int:
@@ -110,13 +111,15 @@ def swap_into_place(temp: Path, dest: Path, expected: bytes) -> bytes | None:
     two files are exchanged atomically and the content taken out is compared with `expected`: when a save
     landed meanwhile, they are exchanged back (the person's version stays) and that version is returned.
     Where the system cannot exchange, the old file is kept open across the rename and read again after it,
-    which catches a save written into the file (not one renamed over it in that instant).
+    which catches a save written into the file (not one renamed over it in that instant). Either way the old
+    content is read again after SETTLE_SECONDS: an editor that opened the file before the exchange may write
+    into it just after (a save written later than that into a file it kept open is not seen).
     """
     if exchange(temp, dest):
         try:
-            taken_out = temp.read_bytes()
+            taken_out = _settled(temp.read_bytes, expected)
         except OSError:
-            taken_out = b""
+            taken_out = b""  # unreadable: never taken for the expected content
         if taken_out != expected:
             exchange(temp, dest)  # the person's save goes back where it was
             unlink_quietly(temp)
@@ -128,13 +131,26 @@ def swap_into_place(temp: Path, dest: Path, expected: bytes) -> bytes | None:
         if old.read() != expected:
             return dest.read_bytes()
         os.replace(temp, dest)
-        old.seek(0)
-        after = old.read()
+
+        def read_old() -> bytes:
+            old.seek(0)
+            return old.read()
+
+        after = _settled(read_old, expected)
     if after != expected:
         atomic_write(dest, after)  # a save written into the old file while it was replaced: put it back
         return after
     fsync_dir(dest.parent)
     return None
+
+
+def _settled(read: Callable[[], bytes], expected: bytes) -> bytes:
+    """What `read` gives, read again after SETTLE_SECONDS when it first gives `expected`."""
+    got = read()
+    if got != expected:
+        return got
+    time.sleep(SETTLE_SECONDS)
+    return read()
 
 
 def atomic_write(dest: Path, data: str | bytes, *, exclusive: bool = False) -> None:
