@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from filelock import FileLock
 
@@ -20,6 +21,8 @@ from memory_server import Memory
 from memory_server.background import RETRY_SECONDS
 from memory_server.files.locks import INDEX_LOCK
 from memory_server.files.sqlite import release_this_thread
+from memory_server.index.embed_cache import EmbeddingCache
+from memory_server.index.fts import FtsIndex
 from memory_server.server import answers
 from memory_server.testing import FakeEmbedder
 
@@ -113,6 +116,69 @@ def test_a_handed_back_connection_to_a_replaced_index_is_not_reused(root: Path) 
         assert memory.fts.conn().execute("SELECT count(*) FROM files").fetchone()[0] == 0
     finally:
         memory.close()
+
+
+def test_a_stale_connection_waiting_under_a_fresh_one_is_closed(root: Path) -> None:
+    """Two calls in flight while another process replaces the index: the one that hands back its connection to
+    the old file last must not leave it waiting (and the deleted file open) under the fresh one."""
+    memory = Memory(root, keyword_only=True)
+    memory.index()
+    path = memory.fts.path
+    holding, hand_back = threading.Event(), threading.Event()
+
+    def other_call() -> None:
+        memory.fts.conn()
+        holding.set()
+        hand_back.wait(10)
+        memory.fts.release_connections()
+
+    thread = threading.Thread(target=other_call)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        for suffix in ("", "-wal", "-shm"):  # another process set the index aside and started a new one
+            if Path(f"{path}{suffix}").exists():
+                os.replace(f"{path}{suffix}", f"{path}.old{suffix}")
+        rebuilt = FtsIndex(path)
+        rebuilt.conn()
+        rebuilt.close()
+        memory.fts.conn()  # this call's connection to the old file is closed; a fresh one is opened
+        hand_back.set()
+        thread.join(10)  # the other call hands back its connection to the old file
+        memory.fts.release_connections()  # and this one its fresh one, on top
+
+        def next_call() -> None:
+            memory.fts.conn()
+            memory.fts.release_connections()
+
+        _in_threads(1, next_call)
+        assert memory.fts.open_connections == 1 and memory.fts.idle_connections == 1
+    finally:
+        hand_back.set()
+        memory.close()
+
+
+def test_a_handed_back_connection_to_a_replaced_embedding_cache_is_not_reused(tmp_path: Path) -> None:
+    path = tmp_path / "embeddings.sqlite3"
+    cache = EmbeddingCache(path)
+    cache.put_many({"a": np.ones(4, dtype=np.float32), "b": np.ones(4, dtype=np.float32)})
+    assert cache.count() == 2
+    release_this_thread()  # an answered call: the connection waits for the next thread
+    for suffix in ("", "-wal", "-shm"):  # another process set the cache aside and started a new one
+        if Path(f"{path}{suffix}").exists():
+            os.replace(f"{path}{suffix}", f"{path}.corrupt{suffix}")
+    other = EmbeddingCache(path)
+    other.put_many({"c": np.ones(4, dtype=np.float32)})
+    seen: list[int] = []
+
+    def next_call() -> None:
+        seen.append(cache.count())
+        release_this_thread()
+
+    _in_threads(3, next_call)
+    assert seen == [1, 1, 1]  # the new file, not the one set aside
+    cache.close()
+    other.close()
 
 
 def test_a_connection_in_a_transaction_is_not_handed_back(root: Path) -> None:

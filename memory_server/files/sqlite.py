@@ -174,8 +174,13 @@ class ThreadConnections:
         return getattr(self._local, "held", None)
 
     def get(self, file_id: object = None) -> sqlite3.Connection:
-        """This thread's connection: one handed back earlier for the same file (`file_id`), else a new one."""
+        """This thread's connection to the file `file_id` names (`file_identity`): the one it holds, one handed
+        back earlier for the same file, else a new one. A connection to a file since replaced (another process
+        set a damaged database aside and made a new one) is closed, unless a transaction is open on it."""
         held = self.current()
+        if held is not None and held.file_id != file_id and not held.conn.in_transaction:
+            self.forget()
+            held = None
         if held is None:
             held = self._take_idle(file_id) or self._new(file_id)
             self._local.held = held
@@ -183,16 +188,13 @@ class ThreadConnections:
         return held.conn
 
     def _take_idle(self, file_id: object) -> _Held | None:
-        stale: list[_Held] = []
-        found = None
         with self._lock:
-            while self._idle and found is None:
-                held = self._idle.pop()
-                if held.file_id == file_id:
-                    found = held
-                else:  # the file was replaced since (a rebuilt index): this connection reads the old one
-                    self._live.discard(held)
-                    stale.append(held)
+            # a connection to a file replaced since (a rebuilt index) reads the old one: all such are closed
+            stale = [h for h in self._idle if h.file_id != file_id]
+            self._idle = [h for h in self._idle if h.file_id == file_id]
+            found = self._idle.pop() if self._idle else None
+            for held in stale:
+                self._live.discard(held)
         for held in stale:
             _close_quietly(held.conn)
         return found
@@ -205,12 +207,14 @@ class ThreadConnections:
             self._live.add(held)
         return held
 
-    def release(self) -> None:
-        """This thread is done for now: hand its connection back for the next thread that asks (kept when a
-        transaction is open, closed when enough are idle already)."""
+    def release(self) -> bool:
+        """This thread is done for now: hand its connection back for the next thread that asks (closed when
+        enough are idle already). False when it keeps it: a transaction is open."""
         held = self.current()
-        if held is None or held.conn.in_transaction:
-            return
+        if held is None:
+            return True
+        if held.conn.in_transaction:
+            return False
         self._local.held = None
         with self._lock:
             keep = held in self._live and len(self._idle) < self._keep_idle
@@ -220,6 +224,7 @@ class ThreadConnections:
                 self._live.discard(held)
         if not keep:
             _close_quietly(held.conn)
+        return True
 
     def forget(self) -> None:
         """Close this thread's connection (the next `get` opens a new one)."""
@@ -269,8 +274,18 @@ def release_this_thread() -> None:
     if owned is None:
         return
     for owner in list(owned):
-        owner.release()
-    owned.clear()
+        if owner.release():
+            owned.discard(owner)
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The identity of the file at `path` (device, inode), or None when there is none: what tells a database
+    from the one another process put in its place."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def quarantine(path: Path) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_server.files.sqlite import ThreadConnections, connect, is_damage, quarantine, rollback
+from memory_server.files.sqlite import ThreadConnections, connect, file_identity, is_damage, quarantine, rollback
 from memory_server.index.embedder import Embedder, TokenEmbedder
 from memory_server.index.token_vectors import TokenFormat, pack, unpack_many
 
@@ -37,8 +37,9 @@ class EmbeddingCache:
         self.misses = 0
 
     def _conn(self) -> sqlite3.Connection:
-        """This thread's connection (closed when the thread ends)."""
-        return self._connections.get()
+        """This thread's connection to the cache file as it is now (another process may have set a damaged one
+        aside and made a new one)."""
+        return self._connections.get(file_id=file_identity(self.path))
 
     def _open_or_recover(self) -> sqlite3.Connection:
         try:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, cast
 from memory_server.errors import CorruptIndexError
 from memory_server.files.reading import FileText
 from memory_server.files.root import Layer
-from memory_server.files.sqlite import ThreadConnections, connect, is_damage, rollback
+from memory_server.files.sqlite import ThreadConnections, connect, file_identity, is_damage, rollback
 from memory_server.parse.markdown import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -123,17 +123,7 @@ class FtsIndex:
         """This thread's connection, opened (and the schema made) on first use, and opened again when the
         file was deleted or replaced since (another process rebuilt a corrupt index). Closed when the
         thread ends or hands it back (files/sqlite.py ThreadConnections)."""
-        held = self._connections.current()
-        if held is not None and not held.conn.in_transaction and self._file_id() != held.file_id:
-            self._connections.forget()
-        return self._connections.get(file_id=self._file_id())
-
-    def _file_id(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
+        return self._connections.get(file_id=file_identity(self.path))
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
