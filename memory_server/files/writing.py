@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -127,6 +128,37 @@ def swap_into_place(temp: Path, dest: Path, expected: bytes) -> bytes | None:
         unlink_quietly(temp)
         fsync_dir(dest.parent)
         return None
+    return _swap_by_link(temp, dest, expected)
+
+
+def _swap_by_link(temp: Path, dest: Path, expected: bytes) -> bytes | None:
+    """`swap_into_place` where files cannot be exchanged (macOS, some file systems): the old file keeps a
+    second name (a hard link) while the new one is renamed into place; when a save went into the old file, the
+    old file itself is renamed back, whole, so the rest of a save still under way goes on into the file at
+    `dest`. Where hard links are refused too, the old file is kept open instead and its content written back."""
+    side = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")  # a killed apply's is a stale temp
+    try:
+        os.link(dest, side)
+    except FileNotFoundError:
+        return b""  # the file is gone: never taken for the expected content
+    except OSError:
+        return _swap_by_open_file(temp, dest, expected)
+    try:
+        current = side.read_bytes()
+        if current != expected:
+            return current
+        os.replace(temp, dest)
+        after = _settled(side.read_bytes, expected)
+        if after != expected:
+            os.replace(side, dest)  # the person's file goes back where it was
+            return after
+        fsync_dir(dest.parent)
+        return None
+    finally:
+        unlink_quietly(side)  # gone already when it went back in place
+
+
+def _swap_by_open_file(temp: Path, dest: Path, expected: bytes) -> bytes | None:
     with open(dest, "rb") as old:
         if old.read() != expected:
             return dest.read_bytes()
