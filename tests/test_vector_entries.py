@@ -77,7 +77,10 @@ def test_entries_keep_their_place_and_search_finds_the_new_text_not_the_old(root
         assert hits and hits[0].path == TOPIC and "word3x7" in hits[0].text
         assert not any("word0x" in h.text or "version 0 " in h.text for h in hits)
         nearest = m.vectors.query(m.embedder.embed(["version 3 of part 7: word3x7 and alpha3."])[0], 5)  # type: ignore[union-attr]
-        assert nearest[0][0] == new[7] and {cid for cid, _, _ in nearest} <= set(new) | vector_ids_elsewhere(m)
+        # HNSW is approximate, and the fake embedder's vectors of neighbouring parts are close: the new part is
+        # among the nearest, and no old entry is (it was first in 958 of 959 runs, not in all)
+        found = [cid for cid, _, _ in nearest]
+        assert new[7] in found and set(found) <= set(new) | vector_ids_elsewhere(m), (found, new[7])
 
         # A shorter rewrite deletes the entries past its new chunk count.
         write(root, TOPIC, topic_text(4, sections=5))
