@@ -78,7 +78,7 @@ def test_entries_keep_their_place_and_search_finds_the_new_text_not_the_old(root
         assert not any("word0x" in h.text or "version 0 " in h.text for h in hits)
         nearest = m.vectors.query(m.embedder.embed(["version 3 of part 7: word3x7 and alpha3."])[0], 5)  # type: ignore[union-attr]
         # HNSW is approximate, and the fake embedder's vectors of neighbouring parts are close: the new part is
-        # among the nearest, and no old entry is (once, in a clean-clone run, another new part came first)
+        # among the nearest, and no old entry is (once, in a clean-clone run, another entry came first)
         found = [cid for cid, _, _ in nearest]
         assert new[7] in found and set(found) <= set(new) | vector_ids_elsewhere(m), (found, new[7])
 
