@@ -15,14 +15,18 @@ reports use); the ratio of the 100 KB time to the 10 KB time is printed per fami
 Timing: CPU time of the process per call, best of `--repeat` samples of each size taken in turns (the
 machine is shared: a busy spell then slows both sizes, not one), each sample at least about 20 ms of calls
 in a row, in one process; a unit whose ratio is over 11 gets three times the samples more (the best of all
-count), and a family still over 12 at the end of the pass is measured again with five times the samples.
+count), and a family still over 12 at the end of the pass is measured again with five times the samples,
+then, if still over, alone in a fresh process (see `recheck_alone`; every figure is printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -122,6 +126,29 @@ def recheck(rows: list[dict[str, Any]], repeat: int) -> list[tuple[str, float, f
     return out
 
 
+def recheck_alone(rows: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """Every family still over the goal after `recheck` is measured once more in a fresh process of its own
+    (`--family`, the same code and texts). In one long run the worst of some 600 ratios lands over 12 on
+    another family each time, while each of them measured alone gives 9.5-10.5: what that run measured was
+    the machine, not the pattern. A pattern that backtracks is over 12 in every process. The better of the two
+    counts, and both are printed. (family, ratio in the run, ratio alone)."""
+    out = []
+    for row in rows:
+        if row["ratio"] <= GOAL_RATIO:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            out_json = Path(tmp) / "alone.json"
+            name = row["family"].removeprefix("format: ")
+            cmd = [sys.executable, __file__, "--family", name, "--json", str(out_json)]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            alone = json.loads(out_json.read_text())
+        got = next(r for r in alone["families"] if r["family"] == row["family"])
+        out.append((row["family"], row["ratio"], got["ratio"]))
+        if got["ratio"] < row["ratio"]:
+            row.update(small_s=got["small_s"], large_s=got["large_s"], ratio=got["ratio"])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the detector families and every tenth format")
@@ -143,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(family, units, args.repeat))
     first_worst = dict(max(rows, key=lambda r: r["ratio"]))  # a copy: the recheck updates the rows
     rechecked = recheck(rows, args.repeat)
+    alone = recheck_alone(rows) if not args.family else []
     fired = redact.budget_fired() - fired_before
     worst = max(rows, key=lambda r: r["ratio"])
     slowest = max(rows, key=lambda r: r["large_s"])
@@ -163,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         f"first pass: worst ratio {first_worst['ratio']:.1f} ({first_worst['family']}); measured again at the end "
         f"(more samples, the best of all): {again}"
     )
+    if alone:
+        print("measured alone, a fresh process each: " + ", ".join(f"{n} {a:.1f} -> {b:.1f}" for n, a, b in alone))
     print(f"families: {len(rows)}; worst ratio {worst['ratio']:.1f} ({worst['family']}); goal <= {GOAL_RATIO:.0f}")
     print(f"slowest 100 KB text: {slowest['large_s']:.3f} s ({slowest['family']}, {slowest['unit']!r})")
     print(f"last-resort budget fired: {fired} times (goal: 0)")
@@ -175,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             "families": rows,
             "first_pass_worst_ratio": first_worst["ratio"],
             "rechecked": [{"family": n, "first": a, "again": b} for n, a, b in rechecked],
+            "rechecked_alone": [{"family": n, "in_run": a, "alone": b} for n, a, b in alone],
             "worst_ratio": worst["ratio"],
             "worst_family": worst["family"],
             "slowest_large_s": slowest["large_s"],
