@@ -241,6 +241,38 @@ def test_a_save_that_lands_between_the_check_and_the_rename_is_kept(tmp_path: Pa
     assert not (root / "dreams" / pid / "apply-journal.json").exists() and temp_files(root) == []
 
 
+def test_an_apply_undone_midway_keeps_a_save_made_to_a_file_it_had_already_replaced(tmp_path: Path) -> None:
+    """The apply is paused after its first rename; the person saves that file (over the apply's version) and
+    the last one (so the apply stops there and undoes the first): the undo keeps the person's save."""
+    root = scripted_root(tmp_path / "live", "plain")
+    pid, expected, _reference_meta = proposal(root, tmp_path)
+    first, last = sorted(expected)[0], sorted(expected)[-1]
+    assert first != last
+    env = {**os.environ, "PYTHONPATH": SRC, PAUSE_ENV: "dream-apply-after-first-rename"}
+    env.pop(CRASH_ENV, None)
+    apply = subprocess.Popen(
+        [sys.executable, "-m", "memory_server", "dream", "apply", pid, "--root", str(root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _stopped(apply.pid)
+        assert (root / first).read_bytes() == expected[first]  # renamed into place already
+        saved = {
+            rel: (root / rel).read_text(encoding="utf-8") + "- A line the person saved during the apply.\n"
+            for rel in (first, last)
+        }
+        for rel, text in saved.items():
+            (root / rel).write_text(text, encoding="utf-8")
+    finally:
+        os.kill(apply.pid, signal.SIGCONT)
+    out, err = apply.communicate(timeout=120)
+    assert apply.returncode == 2 and f"{last} was saved by someone" in err, (out, err)
+    assert {rel: (root / rel).read_text(encoding="utf-8") for rel in saved} == saved  # both saves, whole
+
+
 def test_an_interrupted_reject_is_recorded_in_the_proposal_and_the_state_together(tmp_path: Path) -> None:
     root = scripted_root(tmp_path / "live", "plain")
     pid = dream(root).id

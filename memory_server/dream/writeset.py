@@ -15,7 +15,7 @@ from memory_server.errors import PathRefusedError, StaleProposalError
 from memory_server.files.crashpoints import crash_point
 from memory_server.files.reading import sha256_bytes
 from memory_server.files.root import MEMORY_INDEX, TOPICS_DIR
-from memory_server.files.writing import atomic_write, commit_staged, stage, swap_into_place, unlink_quietly
+from memory_server.files.writing import commit_staged, stage, swap_into_place, unlink_quietly
 
 
 class Journal(Protocol):
@@ -52,6 +52,23 @@ def _put(rel: str, temp: Path, dest: Path, before: bytes | None, regenerate: str
             f"{rel} was saved by someone while the proposal was being applied; their version was kept and "
             f"nothing of this apply remains. {regenerate}"
         )
+
+
+def _put_back(dest: Path, old: bytes | None, new: bytes) -> None:
+    """Undo one rename of a failed apply: the old content back, unless a person saved the file since it went
+    in place (their save is kept: never lost to an undo)."""
+    if old is None:
+        try:
+            if dest.read_bytes() == new:
+                os.unlink(dest)
+        except FileNotFoundError:
+            pass  # gone already: nothing to undo
+        return
+    staged = stage(dest, old, suffix=".dream.tmp")
+    try:
+        swap_into_place(staged, dest, new)
+    finally:
+        unlink_quietly(staged)
 
 
 def write_all_or_nothing(
@@ -112,12 +129,8 @@ def write_all_or_nothing(
     except BaseException:
         restored = True
         for rel in reversed(done):  # put back what was already replaced, each atomically
-            old = before[rel]
             try:
-                if old is None:
-                    os.unlink(dests[rel])
-                else:
-                    atomic_write(dests[rel], old)
+                _put_back(dests[rel], before[rel], changes[rel][0])
             except OSError:
                 restored = False
         for tmp in temps.values():
