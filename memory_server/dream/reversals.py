@@ -260,8 +260,8 @@ def later_mentions(
     again = [
         x.position for x in located if (x.turn.speaker == PERSON or not decision) and mentions(x.context, terms, need)
     ]
-    cited_sessions = {x.session.ref_base for x in located}
-    out.earlier = _earlier(out, need, [s for s in sessions if s.ref_base in cited_sessions], order, start)
+    first = min(located, key=lambda x: x.position)
+    out.earlier = _earlier(out, need, first.session, first.turn.line)
     for session in sessions:
         n = order.get(session.ref_base, -1)
         if n < start[0]:
@@ -278,24 +278,20 @@ def later_mentions(
     return out
 
 
-def _earlier(
-    later: Later, need: int, sessions: list[SessionRecord], order: dict[str, int], start: tuple[int, int]
-) -> list[Mention]:
-    """The person's words on the subject in the item's own sessions before its first quote, nearest last (at
+def _earlier(later: Later, need: int, session: SessionRecord, before: int) -> list[Mention]:
+    """The person's words on the subject in the session of the item's first quote, before it, nearest last (at
     most MAX_EARLIER): an instruction the quotes come after ("Do it." to deleting what the item says is needed)
-    is for the reviewer to weigh. Only lines that name the subject well (two of its terms, or one the sessions
-    seldom use); other sessions are left out, where shared common words ("settings") listed unrelated requests."""
+    is for the reviewer to weigh. Only lines that name the subject well (`Later._persons_own`); other sessions
+    are left out, where shared common words ("settings") listed unrelated requests."""
     found: list[Mention] = []
-    for session in sessions:
-        n = order.get(session.ref_base, -1)
-        if n > start[0]:
+    for turn in session.turns:
+        if turn.line >= before:
             break
-        for turn in session.turns:
-            if turn.speaker != PERSON or (turn.speaker, turn.kind) not in SPOKEN or (n, turn.line) >= start:
-                continue
-            mention = _persons_words(turn, later, need)
-            if mention is not None:
-                found.append(mention)
+        if turn.speaker != PERSON or (turn.speaker, turn.kind) not in SPOKEN:
+            continue
+        mention = _persons_words(turn, later, need)
+        if mention is not None and later._persons_own(mention):
+            found.append(mention)
     return found[-MAX_EARLIER:]
 
 
@@ -303,17 +299,21 @@ def _persons_words(turn: Turn, later: Later, need: int) -> Mention | None:
     """The person's turn as a mention of the subject: its sentence that names it, or for an answer that names
     nothing, the answer with the part of what it answers that does."""
     hits = [s.strip() for s in SENTENCE_BREAK.split(turn.text) if mentions(s, later.terms, need)]
-    if hits:
-        shown = hits[0]
-    elif turn.asked and mentions(turn.asked, later.terms, need):
-        parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, later.terms, need)]
-        shown = f"{turn.text.strip()} (answering: {parts[-1] if parts else turn.asked.strip()})"
-    else:
+    asked = None if hits else _answered_part(turn, later.terms, need)
+    if not hits and asked is None:
         return None
+    shown = hits[0] if hits else f"{turn.text.strip()} (answering: {asked})"
     weight = sum(mentions(shown, [t], 1) for t in later.terms)
-    if weight < 2 and not _rare_hit(shown, later.rare):
-        return None
     return Mention(turn.ref, turn.date, turn.who, shown[:300], False, weight)
+
+
+def _answered_part(turn: Turn, terms: list[str], need: int) -> str | None:
+    """For a person's answer whose question names the subject: the question's last sentence that names it (the
+    whole question when no one sentence does); else None."""
+    if turn.speaker != PERSON or not turn.asked or not mentions(turn.asked, terms, need):
+        return None
+    parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, terms, need)]
+    return parts[-1] if parts else turn.asked.strip()
 
 
 def _sentences(turn: Turn, quoted: list[str]) -> list[str]:
@@ -350,9 +350,8 @@ def _scan(out: Later, turn: Turn, statement: str, need: int, readopted: bool, se
             None,
         )
     shown = back or (hits[0] if hits else None)
-    if shown is None and turn.speaker == PERSON and turn.asked and mentions(turn.asked, out.terms, need):
-        parts = [s.strip() for s in SENTENCE_BREAK.split(turn.asked) if mentions(s, out.terms, need)]
-        asked = parts[-1] if parts else turn.asked.strip()
+    asked = _answered_part(turn, out.terms, need) if shown is None else None
+    if asked is not None:
         shown = f"{turn.text.strip()} (answering: {asked})"
         back = shown if _agrees_to_take_back(turn, asked, statement) else None
     if shown is None:
