@@ -193,6 +193,19 @@ def test_a_file_edited_after_the_kill_is_left_alone_and_named(tmp_path: Path) ->
     assert show.returncode == 0 and f"{second} changed since proposal {pid}" in show.stdout
 
 
+def paused_apply(root: Path, pid: str, point: str) -> subprocess.Popen[str]:
+    """`memory-server dream apply PID` in a fresh process that stops itself at `point` (see `_stopped`)."""
+    env = {**os.environ, "PYTHONPATH": SRC, PAUSE_ENV: point}
+    env.pop(CRASH_ENV, None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memory_server", "dream", "apply", pid, "--root", str(root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _stopped(pid: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
@@ -208,15 +221,7 @@ def test_a_save_that_lands_between_the_check_and_the_rename_is_kept(tmp_path: Pa
     root = scripted_root(tmp_path / "live", "plain")
     pid, expected, _reference_meta = proposal(root, tmp_path)
     target = sorted(expected)[-1]
-    env = {**os.environ, "PYTHONPATH": SRC, PAUSE_ENV: "dream-apply-after-journal"}
-    env.pop(CRASH_ENV, None)
-    apply = subprocess.Popen(
-        [sys.executable, "-m", "memory_server", "dream", "apply", pid, "--root", str(root)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    apply = paused_apply(root, pid, "dream-apply-after-journal")
     try:
         _stopped(apply.pid)
         before = {rel: (root / rel).read_bytes() for rel in expected}
@@ -248,15 +253,7 @@ def test_an_apply_undone_midway_keeps_a_save_made_to_a_file_it_had_already_repla
     pid, expected, _reference_meta = proposal(root, tmp_path)
     first, last = sorted(expected)[0], sorted(expected)[-1]
     assert first != last
-    env = {**os.environ, "PYTHONPATH": SRC, PAUSE_ENV: "dream-apply-after-first-rename"}
-    env.pop(CRASH_ENV, None)
-    apply = subprocess.Popen(
-        [sys.executable, "-m", "memory_server", "dream", "apply", pid, "--root", str(root)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    apply = paused_apply(root, pid, "dream-apply-after-first-rename")
     try:
         _stopped(apply.pid)
         assert (root / first).read_bytes() == expected[first]  # renamed into place already
