@@ -73,7 +73,7 @@ def test_an_answered_call_hands_its_connection_to_the_next_thread(root: Path) ->
     their answered calls hand back: as many as the calls in flight at once, not one per worker ever alive."""
     memory = Memory(root, keyword_only=True)
     memory.index()
-    memory.fts.release_connections()  # the indexing thread (this one) is done too
+    release_this_thread()  # the indexing thread (this one) is done too
     search = answers(lambda: memory.search_exact("SAVE_CONFIG"))
     turn = threading.Lock()  # one call at a time, in a different worker each time
     done = threading.Event()
@@ -108,7 +108,7 @@ def test_a_handed_back_connection_to_a_replaced_index_is_not_reused(root: Path) 
     path = memory.fts.path
     had = memory.fts.conn().execute("SELECT count(*) FROM files").fetchone()[0]
     assert had > 0
-    memory.fts.release_connections()
+    release_this_thread()
     for suffix in ("", "-wal", "-shm"):  # another process set the index aside and started a new one
         if Path(f"{path}{suffix}").exists():
             os.replace(f"{path}{suffix}", f"{path}.old{suffix}")
@@ -130,7 +130,7 @@ def test_a_stale_connection_waiting_under_a_fresh_one_is_closed(root: Path) -> N
         memory.fts.conn()
         holding.set()
         hand_back.wait(10)
-        memory.fts.release_connections()
+        release_this_thread()
 
     thread = threading.Thread(target=other_call)
     thread.start()
@@ -145,11 +145,11 @@ def test_a_stale_connection_waiting_under_a_fresh_one_is_closed(root: Path) -> N
         memory.fts.conn()  # this call's connection to the old file is closed; a fresh one is opened
         hand_back.set()
         thread.join(10)  # the other call hands back its connection to the old file
-        memory.fts.release_connections()  # and this one its fresh one, on top
+        release_this_thread()  # and this one its fresh one, on top
 
         def next_call() -> None:
             memory.fts.conn()
-            memory.fts.release_connections()
+            release_this_thread()
 
         _in_threads(1, next_call)
         assert memory.fts.open_connections == 1 and memory.fts.idle_connections == 1

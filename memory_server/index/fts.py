@@ -177,10 +177,6 @@ class FtsIndex:
         self._connections.close()
         self._local = threading.local()
 
-    def release_connections(self) -> None:
-        """This thread is done with the index for now: its connection serves the next thread that asks."""
-        self._connections.release()
-
     @property
     def open_connections(self) -> int:
         """Connections open now: held by threads, or handed back for the next."""
