@@ -15,13 +15,12 @@ the embedding cache, so no model work for unchanged text). What was repaired goe
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from memory_server.errors import CorruptIndexError, LockedError, VectorStoreError
 from memory_server.index.fts import FtsIndex
-from memory_server.index.vectors import VectorIndex, entry_id
+from memory_server.index.vectors import VectorIndex, entry_id, places_in_files
 from memory_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -133,11 +132,10 @@ class IndexRepairs:
         if stored == expected and not replaced:
             return True
         have = self.vectors.entries()
-        wanted: dict[str, tuple[str, str]] = {}  # entry id -> (chunk id, path)
-        places: Counter[str] = Counter()
-        for cid, path in self.fts.iter_embedded_chunks():
-            wanted[entry_id(path, places[path])] = (cid, path)
-            places[path] += 1
+        chunks = list(self.fts.iter_embedded_chunks())
+        places = places_in_files(path for _cid, path in chunks)
+        # entry id -> (chunk id, path)
+        wanted = {entry_id(path, place): (cid, path) for (cid, path), place in zip(chunks, places, strict=True)}
         extra = have.keys() - wanted.keys()
         missing_files = {path for entry, (cid, path) in wanted.items() if have.get(entry) != cid}
         if extra:

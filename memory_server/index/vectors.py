@@ -34,7 +34,7 @@ import os
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,17 @@ def date_number(date: str | None) -> int:
 def entry_id(path: str, place: int) -> str:
     """The id of the entry holding the vector of a file's `place`-th chunk (0-based, in line order)."""
     return f"{path}#{place}"
+
+
+def places_in_files(paths: Iterable[str]) -> list[int]:
+    """Each chunk's place in its file (0-based), for chunks given as their paths, a file's in line order: the
+    one numbering `entry_id` is given, whether entries are written or checked."""
+    seen: Counter[str] = Counter()
+    out = []
+    for path in paths:
+        out.append(seen[path])
+        seen[path] += 1
+    return out
 
 
 def _chunk_ids(entries: Sequence[str], metadatas: Any) -> list[str]:
@@ -320,11 +331,9 @@ class VectorIndex:
         """Store the vectors of the files at `paths`: `chunks` holds every chunk they have now, a file's in line
         order. Each goes into the entry of its place in its file (updated in place when the file had one
         there), and the entries past each file's new chunk count are deleted."""
+        places = places_in_files(c.path for c in chunks)
         counts: Counter[str] = Counter({path: 0 for path in paths})
-        places: list[int] = []
-        for c in chunks:
-            places.append(counts[c.path])
-            counts[c.path] += 1
+        counts.update(c.path for c in chunks)
         for i in range(0, len(chunks), WRITE_BATCH):
             if i:
                 crash_point("index-vectors-between-batches")
