@@ -147,6 +147,12 @@ def story_revert() -> Script:
     L["reverted"] = s.assistant("Reverted the change to settings.py.")
     L["merge_main"] = s.reject("git merge origin/main", "no, merge the PR's parent branch release-base, not main")[1]
     L["merge_base"] = s.bash("git merge origin/release-base", "Merge made by the 'ort' strategy.")[0]
+    L["review_feedback"] = s.user(
+        "The PR has some review feedback to address:\n"
+        + "* The sync command walks every file even when nothing changed since the last run. " * 8
+        + "\n* load_settings returns an empty dict when a file fails to parse. Raise instead, so a broken "
+        "settings file stops the run."
+    )
     return s
 
 
@@ -603,6 +609,12 @@ def test_claude_codes_titles_go_with_their_own_session(root: Path) -> None:
     assert pack is not None
     assert "Red logger for the CLI" in pack.text  # this session's title
     assert "billing exporter" not in pack.text  # another session's title, written at the top of this file
+
+
+def test_the_pack_shows_review_feedback_the_person_relays_up_to_its_last_point(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    assert "Raise instead, so a broken settings file stops the run." in pack.text
 
 
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:

@@ -37,6 +37,7 @@ from memory_server.settings import Settings, load_settings
 PACK_FILE = "evidence.md"
 PACK_RECORD = "evidence.json"
 # Kinds in the order they are kept when a session is over its budget, and how much of each text is shown.
+# The person's words get the most room: a decision is often the last point of review feedback they relay.
 PRIORITY = {
     "correction": 0,
     "answer": 1,
@@ -48,9 +49,9 @@ PRIORITY = {
     "summary": 7,
 }
 LIMITS = {
-    "correction": 500,
+    "correction": 1000,
     "answer": 400,
-    "request": 600,
+    "request": 1600,
     "commit": 400,
     "failure": 300,
     "statement": 400,
