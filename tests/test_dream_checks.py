@@ -933,7 +933,23 @@ def test_later_mentions_show_lines_naming_the_subject_before_the_persons_lines_s
         "transcript:s:99", None, "the agent", "EntireSettings and EntireSettingsFile shadow settings", weight=3
     )
     own = Mention("transcript:s:98", None, "the person", "keep EntireSettingsFile as it is", weight=1)
-    later = Later(["EntireSettings", "EntireSettingsFile", "settings"], rare={"entir"})  # stems the sessions seldom use
+    later = Later(["EntireSettings", "EntireSettingsFile", "settings"], rare={"entir"}, sessions={"transcript:s"})
     later.mentions = [*common, own, naming]
     shown, more = later.shown()
     assert naming in shown and own in shown and more == len(later.mentions) - MAX_MENTIONS
+
+
+def test_later_mentions_from_other_sessions_sharing_one_common_word_are_counted_not_listed() -> None:
+    from memory_server.dream.reversals import Later, Mention
+
+    def said(ref: str, sentence: str, weight: int = 1, who: str = "the person") -> Mention:
+        return Mention(ref, None, who, sentence, weight=weight)
+
+    elsewhere = said("transcript:other:5", "approved this plan (answering: the settings page gets a dark mode)")
+    same_session = said("transcript:own:40", "The settings package is shadowed here.", who="the agent")
+    named = said("transcript:other:9", "Keep EntireSettings for now.")
+    taken_back = Mention("transcript:other:12", None, "the person", "drop the settings aliases", True, 1)
+    later = Later(["EntireSettings", "settings"], sessions={"transcript:own"})
+    later.mentions = [same_session, elsewhere, named, taken_back]
+    shown, more = later.shown()
+    assert shown == [same_session, named, taken_back] and more == 1

@@ -21,7 +21,7 @@ from memory_server.dream.gate import format_time
 from memory_server.dream.locate import Located
 from memory_server.dream.patch import Hunk
 from memory_server.dream.records import ChangeRecord
-from memory_server.dream.reversals import Later
+from memory_server.dream.reversals import MAX_MENTIONS, Later
 from memory_server.dream.verify import Verified
 from memory_server.files.program import program_command
 from memory_server.files.program import shown as shown_path
@@ -149,7 +149,10 @@ def _later_lines(later: Later | None) -> list[str]:
         for m in chosen
     ]
     if more:
-        out.append(f"  - … and {more} more (`memory-server dream record REF` shows any of them in context)")
+        out.append(
+            f"  - … and {more} more, not listed (past the first {MAX_MENTIONS}, or in other sessions and sharing only"
+            " a common word with the subject)"
+        )
     return out
 
 

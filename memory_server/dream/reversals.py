@@ -71,13 +71,18 @@ class Later:
     mentions: list[Mention] = field(default_factory=list)
     earlier: list[Mention] = field(default_factory=list)  # the person on the subject before the first quote
 
+    sessions: set[str] = field(default_factory=set)  # the sessions the item's quotes are in
+
     def shown(self) -> tuple[list[Mention], int]:
         """The mentions a reviewer reads first (what takes it back, then the person's that name the subject well,
         then those naming the most of it; in order), at most MAX_MENTIONS, and how many more there are. A
         person's line that shares one common word with the subject ("settings", a part of a path) comes after
-        the agent's lines that name more of it: listed first, such lines buried what mattered."""
+        the agent's lines that name more of it: listed first, such lines buried what mattered. From another
+        session than the quotes', a line is listed only when it names the subject well: one sharing a single
+        common word there was unrelated work ("approved this plan" to a plan that also touched settings)."""
+        listed = [i for i, m in enumerate(self.mentions) if self._listed(m)]
         ranked = sorted(
-            range(len(self.mentions)),
+            listed,
             key=lambda i: (
                 not self.mentions[i].reverses,
                 not self._persons_own(self.mentions[i]),
@@ -86,13 +91,20 @@ class Later:
             ),
         )
         chosen = sorted(ranked[:MAX_MENTIONS])
-        return [self.mentions[i] for i in chosen], max(0, len(self.mentions) - MAX_MENTIONS)
+        return [self.mentions[i] for i in chosen], len(self.mentions) - len(chosen)
 
     reversal: Mention | None = None
 
     def _persons_own(self, m: Mention) -> bool:
         """The person's line naming two of the subject's terms, or one the sessions seldom use."""
         return m.who == "the person" and (m.weight >= 2 or _rare_hit(m.sentence, self.rare))
+
+    def _listed(self, m: Mention) -> bool:
+        """Whether a mention is listed: it takes the subject back, is in a session the quotes are in, or names
+        the subject well (two of its terms, a name, or a word the sessions seldom use)."""
+        if m.reverses or m.weight >= 2 or m.ref.rsplit(":", 1)[0] in self.sessions:
+            return True
+        return _rare_hit(m.sentence, self.rare) or mentions(m.sentence, [t for t in self.terms if _is_name_term(t)], 1)
 
 
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
@@ -248,7 +260,7 @@ def later_mentions(
     adopts it again (or, for a fact, any quote that says it again)."""
     quoted = " ".join(x.context for x in located)
     terms, need = subject or subject_terms(statement, quoted)
-    out = Later(terms, rare_terms(terms, sessions))
+    out = Later(terms, rare_terms(terms, sessions), sessions={x.session.ref_base for x in located})
     if not terms or not located:
         return out
     start = min(x.position for x in located)
