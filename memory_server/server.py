@@ -393,6 +393,7 @@ def dream_propose(ctx: Ctx, items: Items) -> Annotated[CallToolResult, DreamProp
             refusals=result.refusals or None,
             waiting=result.held_back or None,
             notes=result.notes or None,
+            warnings=result.warnings or None,
         )
     )
 

@@ -159,6 +159,7 @@ class DreamProposed(BaseModel):
     refusals: list[str] | None = None
     waiting: list[str] | None = None  # verified items held for the next proposal
     notes: list[str] | None = None
+    warnings: list[str] | None = None  # per item: what a reader should weigh (a line under another file's section)
 
 
 class DreamRecord(BaseModel):

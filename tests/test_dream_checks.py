@@ -617,6 +617,27 @@ def test_the_pack_shows_review_feedback_the_person_relays_up_to_its_last_point(r
     assert "Raise instead, so a broken settings file stops the run." in pack.text
 
 
+def test_a_line_under_a_section_about_another_file_is_warned_of(root: Path) -> None:
+    topic = root / "topics" / "tooling.md"
+    topic.write_text(
+        topic.read_text(encoding="utf-8") + "\n## The CLI (`src/app/cli.py`)\n\n- Flags are parsed with argparse.\n"
+        "\n## Settings (`src/app/settings.py`)\n\n- Settings load once.\n",
+        encoding="utf-8",
+    )
+    ids = (ref("ids", "ids"), "The request ids are 16 hex characters now")
+    statement = "`Settings` gives request ids of 16 hex characters"
+    misplaced = item(statement, ids, target={"topic": "topics/tooling.md", "section": "The CLI (`src/app/cli.py`)"})
+    result = submit(root, [misplaced])
+    assert result.id and result.warnings, (result.refusals, result.warnings)
+    assert "`Settings` (`src/app/settings.py`) only elsewhere" in result.warnings[0]
+    report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+    assert "only elsewhere" in report
+    for section in ("Settings (`src/app/settings.py`)", "Identifiers"):
+        placed = item(statement, ids, target={"topic": "topics/tooling.md", "section": section})
+        result = submit(root, [placed], redo=result.id)
+        assert result.id and not result.warnings, (section, result.refusals, result.warnings)
+
+
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
     (root / "memory.yaml").write_text("dream:\n  pack_session_tokens: 2500\n", encoding="utf-8")
     pack = gather(root, clock=lambda: NOW).pack

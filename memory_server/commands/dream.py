@@ -181,6 +181,7 @@ def _print_result(result: ProposeResult, as_json: bool) -> None:
                 "held_back": result.held_back,
                 "changes": result.changes,
                 "notes": result.notes,
+                "warnings": result.warnings,
                 "message": result.message,
             }
         )
@@ -188,6 +189,11 @@ def _print_result(result: ProposeResult, as_json: bool) -> None:
     click.echo(with_program(result.message))
     for note in result.notes:
         click.echo(f"  note: {note}")
+    if result.warnings:
+        from memory_server.parse.text import as_data
+
+        for warning in result.warnings:
+            click.echo(f"  warning: {as_data(warning, markdown=False)}")
     for refusal in result.refusals:
         click.echo(f"  refused: {refusal}")
     for statement in result.held_back:

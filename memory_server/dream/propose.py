@@ -61,6 +61,7 @@ class ProposeResult:
     message: str = ""
     changes: int = 0  # items proposed (each one change, over one or more hunks)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # per item: what the program saw that a reader should weigh
 
 
 @dataclass
@@ -484,6 +485,7 @@ def propose(
             offered=packed_held(mroot),
         )
         result.notes = notes
+        result.warnings = [f"{v.item.name}: {w}" for v in verified for w in v.warnings]
         unlink_quietly(mroot.dreams_dir / PACK_RECORD)  # its sessions are read now; the next pass gathers anew
         return result
 

@@ -457,6 +457,31 @@ def _target(item: ProposalItem, ctx: Context) -> None:
             )
 
 
+def _placement(item: ProposalItem, tree: GitTree) -> list[str]:
+    """Where the target section's heading names a file or folder ("Session Package (`cmd/app/session/`)"),
+    each name of the statement's code the project has only elsewhere: the line would send a reader to the
+    wrong place. A warning, not a refusal: the statement may be true, its section is the agent's choice."""
+    if not item.section or not tree.available:
+        return []
+    places = [p for p in BACKTICKED.findall(item.section) if names_a_file(p)]
+    files = {f for p in places for f in tree.under(p)}
+    if not files:
+        return []
+    elsewhere = []
+    for claimed in claimed_names(item.statement):
+        if claimed.place is not None or name_kind(claimed.name) != "code":
+            continue
+        found = tree.real(claimed.name, "code")
+        if found and not files.intersection(found):
+            elsewhere.append(f"`{claimed.name}` (`{found[0]}`)")
+    if not elsewhere:
+        return []
+    return [
+        f"the section {item.section!r} is about `{places[0]}`, but the project has {', '.join(elsewhere)} only "
+        "elsewhere: a reader would look in the wrong place; is another section right?"
+    ]
+
+
 def _grounding(item: ProposalItem, support: list[Located], ctx: Context) -> None:
     kept = _replaced_lines(item, ctx.topics.get(item.topic)) if item.replace_lines else ""
     missing = ungrounded(item.statement, support, ctx.tree, kept)
@@ -548,6 +573,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
     _names(item, ctx)
     done.later = _later(item, support, ctx, done.lessons)
     _target(item, ctx)
+    done.warnings += _placement(item, ctx.tree)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
         raise Refused(
