@@ -509,9 +509,7 @@ def test_real_compaction_summaries_and_commits_are_kept() -> None:
 
 
 def test_real_records_leave_out_harness_errors_and_stay_small() -> None:
-    paths = sorted(ENTIRE.glob("*.jsonl")) if ENTIRE.is_dir() else []
-    if not paths:
-        pytest.skip(f"{ENTIRE} is absent (real sessions live in ../shared/transcripts/entire)")
+    paths = sorted(require_shared(ENTIRE).glob("*.jsonl"))
     ratios = []
     for path in paths:
         text = record(path)
