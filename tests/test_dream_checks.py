@@ -456,10 +456,13 @@ def test_a_correction_the_person_stated_changes_only_its_span(root: Path) -> Non
     right = correction(
         "12 hex", "16 hex", 16, (ref("ids", "ids"), "16 hex characters now, not 12"), statement="Request ids are 16 hex"
     )
+    right["target"]["section"] = "Tasks"  # the section named is not where the line is: the report says where
     result = submit(root, [right])
     assert result.id and not result.refusals, result.refusals
     diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
     assert "-- Request ids are 12 hex characters.\n+- Request ids are 16 hex characters.\n" in diff
+    report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+    assert "§ Tasks" not in report and "`topics/tooling.md` (the lines it replaces, below)" in report
 
 
 # -- 4. evidence is the record of the sessions read, nothing else ------------------------------------------

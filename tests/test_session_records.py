@@ -8,7 +8,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from conftest import SHARED_TRANSCRIPTS, require_shared
 

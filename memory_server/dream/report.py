@@ -18,6 +18,7 @@ from typing import Any
 
 from memory_server.dream.claims import shown_term
 from memory_server.dream.gate import format_time
+from memory_server.dream.items import ProposalItem
 from memory_server.dream.locate import Located
 from memory_server.dream.patch import Hunk
 from memory_server.dream.records import ChangeRecord
@@ -156,6 +157,13 @@ def _later_lines(later: Later | None) -> list[str]:
     return out
 
 
+def _where_in_topic(item: ProposalItem) -> str:
+    """A correction is where the lines it replaces are (often in several sections); a new line, its section."""
+    if item.replace_lines:
+        return " (the lines it replaces, below)"
+    return f" § {shown(item.section, 80)}" if item.section else ""
+
+
 def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[str]:
     item = v.item
     hunks = [h for h in r.hunks if h.n in record["hunks"]]
@@ -164,7 +172,7 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
     out += [
         f"- In proposal.diff: hunk{'s' if len(hunks) > 1 else ''} {where}",
         f"- Kind: {item.kind}; stance: {STANCE_WORDS[item.stance]}; target: `{shown(item.topic, 120)}`"
-        + (f" § {shown(item.section, 80)}" if item.section else ""),
+        + _where_in_topic(item),
     ]
     # in a fenced block `<` is literal: escaped, `entire/<hash>` would read as a change that adds a backslash
     shown_hunks = [f"{tag}{as_data(t.rstrip(chr(13) + chr(10)), markdown=False)}" for h in hunks for tag, t in h.lines]
