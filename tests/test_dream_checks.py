@@ -973,7 +973,10 @@ def test_later_mentions_from_other_sessions_sharing_one_common_word_are_counted_
     same_session = said("transcript:own:40", "The settings package is shadowed here.", who="the agent")
     named = said("transcript:other:9", "Keep EntireSettings for now.")
     taken_back = Mention("transcript:other:12", None, "the person", "drop the settings aliases", True, 1)
-    later = Later(["EntireSettings", "settings"], sessions={"transcript:own"})
-    later.mentions = [same_session, elsewhere, named, taken_back]
+    two_common = said("transcript:other:20", "the docs list the settings aliases", weight=2)
+    other_path = said("transcript:other:30", "see cmd/app/store.go first", weight=2, who="the agent")
+    terms = ["EntireSettings", "cmd/app/config.go", "settings", "aliases", "cmd", "app"]
+    later = Later(terms, rare={"cmd", "app"}, sessions={"transcript:own"})  # "cmd" is seldom said, but a path part
+    later.mentions = [same_session, elsewhere, named, taken_back, two_common, other_path]
     shown, more = later.shown()
-    assert shown == [same_session, named, taken_back] and more == 1
+    assert shown == [same_session, named, taken_back] and more == 3

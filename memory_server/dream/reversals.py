@@ -78,8 +78,8 @@ class Later:
         then those naming the most of it; in order), at most MAX_MENTIONS, and how many more there are. A
         person's line that shares one common word with the subject ("settings", a part of a path) comes after
         the agent's lines that name more of it: listed first, such lines buried what mattered. From another
-        session than the quotes', a line is listed only when it names the subject well: one sharing a single
-        common word there was unrelated work ("approved this plan" to a plan that also touched settings)."""
+        session than the quotes', a line is listed only when it names the subject well (`_listed`): lines sharing
+        common words there were unrelated work ("approved this plan" to a plan that also touched settings)."""
         listed = [i for i, m in enumerate(self.mentions) if self._listed(m)]
         ranked = sorted(
             listed,
@@ -101,10 +101,14 @@ class Later:
 
     def _listed(self, m: Mention) -> bool:
         """Whether a mention is listed: it takes the subject back, is in a session the quotes are in, or names
-        the subject well (two of its terms, a name, or a word the sessions seldom use)."""
-        if m.reverses or m.weight >= 2 or m.ref.rsplit(":", 1)[0] in self.sessions:
+        the subject well: one of its whole names (`EntireSettings`, not a part of one) or a word the sessions
+        seldom use. Two common words are not enough there ("cmd" and "cli" of a path: any path of the project)."""
+        if m.reverses or m.ref.rsplit(":", 1)[0] in self.sessions:
             return True
-        return _rare_hit(m.sentence, self.rare) or mentions(m.sentence, [t for t in self.terms if _is_name_term(t)], 1)
+        names = [t for t in self.terms if _is_name_term(t) and not t.startswith("~")]
+        # the parts of a path are words any path of the project holds ("cmd", "cli"): not the subject's own
+        parts = {p for t in names if "/" in t for p in re.split(r"[/._-]+", t) if p}
+        return _rare_hit(m.sentence, self.rare - stems(parts)) or mentions(m.sentence, names, 1)
 
 
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
