@@ -1050,6 +1050,20 @@ def test_two_items_whose_lines_would_share_a_hunk_are_two_changes_the_second_wai
     assert "its lines would sit next to another change's" in report
 
 
+def test_a_second_new_topic_waits_and_says_why(root: Path) -> None:
+    """Two new topics' pointer lines in MEMORY.md would be one hunk: the second topic waits, and says so."""
+    new = [
+        {**fact("Command output is plain text by default.", None), "target": {"topic": "topics/output.md",
+         "title": "Output", "description": "What commands print"}},
+        {**fact("JSON output only with --json.", None), "target": {"topic": "topics/json.md", "title": "JSON",
+         "description": "The JSON output"}},
+    ]  # fmt: skip
+    result = dream(root, new)
+    assert result.changes == 1 and result.held_back == ["JSON output only with --json."], result.message
+    report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
+    assert "it makes a new topic and this proposal makes one already" in report
+
+
 def test_an_item_that_would_show_no_line_of_its_own_waits_instead(root: Path) -> None:
     """Two items changing the same topic line: the second one's edit cannot apply beside the first. It used
     to be listed as proposed with no line in the diff; now it waits for the next proposal, saying why."""

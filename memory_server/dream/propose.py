@@ -199,7 +199,13 @@ def _choose(
             held.append((v, "it changes lines another change of this proposal changes; it can go in once this "
                             "proposal is reviewed"))  # fmt: skip
             continue
-        if any(len(set(h.keys)) > 1 for p in trial for h in p.hunks):
+        shared = {p.path for p in trial for h in p.hunks if len(set(h.keys)) > 1}
+        if shared == {MEMORY_INDEX}:
+            held.append((v, "it makes a new topic and this proposal makes one already: their pointer lines in "
+                            f"{MEMORY_INDEX} would share a hunk; it waits so that each change can be applied or "
+                            "rejected alone"))  # fmt: skip
+            continue
+        if shared:
             held.append((v, "its lines would sit next to another change's, in one hunk; it waits so that each "
                             "change can be applied or rejected alone"))  # fmt: skip
             continue
