@@ -908,6 +908,12 @@ def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchang
     assert lesson_heading("Run the linter: always") == ("Run the linter: always", "")  # short: one heading
     no_colon = "x" * 120
     assert lesson_heading(no_colon) == (no_colon, "")
+    two = (
+        "After a merge changed the parameters of `InitializeSession`, the build passed and the test calls kept the "
+        "old arguments. Run `mise run lint` after a merge, e.g. before committing."
+    )
+    head, more = lesson_heading(two)
+    assert more == "Run `mise run lint` after a merge, e.g. before committing." and f"{head}. {more}" == two
 
 
 def test_a_lessons_fix_shows_the_lines_of_the_step_that_hold_the_cited_part() -> None:

@@ -6,15 +6,23 @@ LESSON_HEADING_MAX = 100
 
 
 def lesson_heading(statement: str) -> tuple[str, str]:
-    """A long lesson as a heading and a paragraph, split at its first ": " outside code spans ("After a merge
-    changes a signature, update the test callers too: `go build` passes, but lint fails"); else all heading."""
+    """A long lesson as a heading and a paragraph, split at its first ": " or sentence end outside code spans
+    ("After a merge changes a signature, update the test callers too: `go build` passes, but lint fails"; "...
+    left the old arguments. Run the linter after a merge."); else all heading. The words stay as written."""
     if len(statement) <= LESSON_HEADING_MAX:
         return statement, ""
     in_code = False
     for i, ch in enumerate(statement):
         if ch == "`":
             in_code = not in_code
-        elif not in_code and statement.startswith(": ", i) and 20 <= i <= 2 * LESSON_HEADING_MAX:
+        elif in_code or not 20 <= i <= 2 * LESSON_HEADING_MAX:
+            continue
+        elif statement.startswith(": ", i) or _sentence_end(statement, i):
             rest = statement[i + 2 :].strip()
-            return (statement[:i], rest) if rest else (statement, "")  # the words as written: no case changed
+            return (statement[:i], rest) if rest else (statement, "")
     return statement, ""
+
+
+def _sentence_end(text: str, i: int) -> bool:
+    """A full stop at `i` that ends a sentence: ". " before a capital or a code span ("e.g. the" is not one)."""
+    return text.startswith(". ", i) and i + 2 < len(text) and (text[i + 2].isupper() or text[i + 2] == "`")
