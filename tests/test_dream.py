@@ -774,7 +774,7 @@ def test_the_dream_commands(root: Path, capsys: pytest.CaptureFixture[str], monk
     assert cli_main(["dream", "show", *r]) == 0
     out = capsys.readouterr().out
     assert f"proposal {pid} (pending" in out and "apply cleanly" in out and "diff --git" in out
-    assert "change 1 [pending] (hunks 2): Dependencies are installed with `uv sync`" in out
+    assert "change 1 [pending] (hunk 2): Dependencies are installed with `uv sync`" in out
     assert "second reading: not done" in out
     assert cli_main(["dream", "status", *r]) == 0  # the command to review it, pasteable: program and root
     review = f"to review: {pid} (hunks 1, 2): {program_command()} dream show {pid} --root {root}"

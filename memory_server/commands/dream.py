@@ -101,8 +101,8 @@ def status(as_json: bool) -> None:
     )
     root = shown(memory.root.path)
     for p in info["proposals_to_review"]:
-        hunks = ", ".join(map(str, p["pending_hunks"]))
-        click.echo(f"to review: {p['id']} (hunks {hunks}): {program_command()} dream show {p['id']} --root {root}")
+        hunks = _hunk_list(p["pending_hunks"])
+        click.echo(f"to review: {p['id']} ({hunks}): {program_command()} dream show {p['id']} --root {root}")
 
 
 @dream.command(
@@ -231,6 +231,11 @@ def show(proposal_id: str | None, as_json: bool) -> None:
     _print_show(info)
 
 
+def _hunk_list(numbers: list[int]) -> str:
+    """ "hunk 2", "hunks 1, 2" """
+    return ("hunk " if len(numbers) == 1 else "hunks ") + ", ".join(map(str, numbers))
+
+
 def _print_show(info: ProposalView) -> None:
     from memory_server.parse.text import as_data
 
@@ -242,9 +247,8 @@ def _print_show(info: ProposalView) -> None:
     for c in info["changes"]:
         reading = c.get("reading")
         verdict = f"; second reading: {reading['verdict']}" if reading else ""
-        hunks = ", ".join(map(str, c["hunks"]))
         statement = as_data(str(c["statement"]), markdown=False)[:200]  # a terminal: only controls matter
-        click.echo(f"  change {c['n']} [{c['status']}{verdict}] (hunks {hunks}): {statement}")
+        click.echo(f"  change {c['n']} [{c['status']}{verdict}] ({_hunk_list(c['hunks'])}): {statement}")
     click.echo(f"check: {info['check']}")
     if info["diff_text"]:
         click.echo()
