@@ -349,6 +349,8 @@ def test_a_lesson_groups_different_errors_by_meaning_over_two_sessions(root: Pat
     assert result.id and not result.refusals, result.refusals
     diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
     assert "KeyError: 'id'" in diff and "SystemExit: 2" in diff  # each session's own mistake and fix
+    # the failing test files are not in the project today: the topic says so beside each mistake
+    assert "; not in today's tree: `tests/it/test_store.py`)" in diff and "`tests/it/test_cli.py`)" in diff
 
 
 def test_a_lesson_shows_the_fix_step_not_the_agents_words_before_it(root: Path) -> None:
@@ -914,6 +916,15 @@ def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchang
     )
     head, more = lesson_heading(two)
     assert more == "Run `mise run lint` after a merge, e.g. before committing." and f"{head}. {more}" == two
+
+
+def test_the_files_an_error_line_points_at() -> None:
+    from memory_server.dream.lessons import files_named
+
+    go = "cmd/app/x_test.go:24:68: not enough arguments in call to s.Init (see cmd/app/x_test.go:30:2)"
+    assert files_named(go) == ["cmd/app/x_test.go"]
+    assert files_named("FAILED tests/it/test_store.py::test_roundtrip - KeyError: 'id'") == ["tests/it/test_store.py"]
+    assert files_named("E   ImportError: cannot import name 'load' from 'app.settings'") == []
 
 
 def test_a_lessons_fix_shows_the_lines_of_the_step_that_hold_the_cited_part() -> None:

@@ -153,11 +153,15 @@ def lesson_lines(item: ProposalItem, cases: list[LessonCase], eol: str) -> list[
     out = [eol, f"## {as_data(heading)}{eol}", eol, *([f"{as_data(more)}{eol}", eol] if more else [])]
     for case in cases:
         out += [
-            f"- Mistake: {code_span(case.error[:200])} (`{case.failure}`){eol}",
+            f"- Mistake: {code_span(case.error[:200])} (`{case.failure}`{_gone_note(case)}){eol}",
             f"  Fix: {code_span(case.fix_shown[:200])} (`{case.fix}`){eol}",
         ]
     seen = ", ".join(f"`{as_data(c.session)}`" for c in cases)
     return [*out, f"- Seen in: {seen}{eol}"]
+
+
+def _gone_note(case: LessonCase) -> str:
+    return "; not in today's tree: " + ", ".join(code_span(f) for f in case.gone) if case.gone else ""
 
 
 def code_span(text: str) -> str:

@@ -41,12 +41,23 @@ class LessonCase:
     error: str
     fix_text: str  # the whole fix step (what the report shows and the checks read)
     fix_quote: str = ""  # the part of it the item cited
+    gone: tuple[str, ...] = ()  # files the error names that today's tree does not have (set by the verifier)
 
     @property
     def fix_shown(self) -> str:
         """The fix as the topic shows it: the lines of the step that hold the cited part, not a whole edit that
         runs on into the next statement (the whole step when the part is not found as written)."""
         return quoted_lines(self.fix_text, self.fix_quote)
+
+
+# A file an error names: "cmd/app/x_test.go:24:68: ...", "FAILED tests/it/test_x.py::test_y" (a path with an
+# extension, then a line number or a test's name).
+ERROR_FILE = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5})(?=:\d|::\w)")
+
+
+def files_named(error: str) -> list[str]:
+    """The files an error line points at, in order, once each."""
+    return list(dict.fromkeys(ERROR_FILE.findall(error)))
 
 
 def quoted_lines(text: str, quote: str) -> str:

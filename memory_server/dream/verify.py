@@ -29,6 +29,7 @@ Labels never switch a check off: `stance` and `role` are the agent's words, chec
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -49,7 +50,7 @@ from memory_server.dream.corrections import correction_problem
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
-from memory_server.dream.lessons import LessonCase, lesson_cases
+from memory_server.dream.lessons import LessonCase, files_named, lesson_cases
 from memory_server.dream.locate import Located, Recorded, following, norm
 from memory_server.dream.names import GitTree, claimed_names, name_kind, names_a_file
 from memory_server.dream.record import (
@@ -457,6 +458,15 @@ def _target(item: ProposalItem, ctx: Context) -> None:
             )
 
 
+def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
+    """The case with the files its error names that today's tree lacks (a test file of a branch since merged
+    away): the topic says so beside the mistake, so nobody looks for it."""
+    if not tree.available:
+        return case
+    gone = tuple(f for f in files_named(case.error) if not tree.path_exists(f))
+    return dataclasses.replace(case, gone=gone) if gone else case
+
+
 def _placement(item: ProposalItem, tree: GitTree) -> list[str]:
     """Where the target section's heading names a file or folder ("Session Package (`cmd/app/session/`)"),
     each name of the statement's code the project has only elsewhere: the line would send a reader to the
@@ -562,6 +572,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
         done.lessons, problem = lesson_cases(located, ctx.later_sessions, ctx.settings.lesson_min_sessions)
         if problem:
             raise Refused(problem)
+        done.lessons = [_with_gone_files(case, ctx.tree) for case in done.lessons]
         _lesson_about(item, done.lessons)
     else:
         _stance(item, _decisive(item, support))
