@@ -151,8 +151,8 @@ def _later_lines(later: Later | None) -> list[str]:
     ]
     if more:
         out.append(
-            f"  - … and {more} more, not listed (past the first {MAX_MENTIONS}, or in other sessions and sharing only"
-            " a common word with the subject)"
+            f"  - … and {more} more, not listed (past the first {MAX_MENTIONS}, or in other sessions without naming"
+            " the subject well: common words only)"
         )
     return out
 
