@@ -643,6 +643,13 @@ def test_a_line_under_a_section_about_another_file_is_warned_of(root: Path) -> N
         assert result.id and not result.warnings, (section, result.refusals, result.warnings)
 
 
+def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -> None:
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    outline = next(line for line in pack.text.splitlines() if line.startswith("- `topics/tooling.md`"))
+    assert re.search(r"Tooling \(:\d+, empty\); Tasks \(:\d+\); Identifiers \(:\d+\)", outline), outline
+
+
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
     (root / "memory.yaml").write_text("dream:\n  pack_session_tokens: 2500\n", encoding="utf-8")
     pack = gather(root, clock=lambda: NOW).pack

@@ -265,13 +265,25 @@ def _outline(topics: dict[str, TopicFile]) -> list[str]:
     out = [
         "## Topics and their sections",
         "",
-        "An item's `target.section` is one of these headings, as written; `topics/lessons.md` takes lessons.",
+        "An item's `target.section` is one of these headings, as written; `topics/lessons.md` takes lessons. "
+        "A section marked empty has no text of its own: a line placed there goes right under its heading, "
+        "before its sub-sections.",
         "",
     ]
     for path, topic in sorted(topics.items()):
-        heads = "; ".join(f"{as_data(_cut(text, 80))} (:{i + 1})" for i, _level, text in headings(topic))
+        heads = "; ".join(
+            f"{as_data(_cut(text, 80))} (:{i + 1}{', empty' if _empty_section(topic, i) else ''})"
+            for i, _level, text in headings(topic)
+        )
         out.append(f"- `{as_data(path)}` ({as_data(_cut(topic.title, 60))})" + (f": {heads}" if heads else ""))
     return [*out, ""]
+
+
+def _empty_section(topic: TopicFile, at: int) -> bool:
+    """Whether the heading at line index `at` has only blank lines before the next heading (or the end)."""
+    following = [i for i, _level, _text in headings(topic) if i > at]
+    end = following[0] if following else len(topic.lines)
+    return not any(line.strip() for line in topic.lines[at + 1 : end])
 
 
 def _waiting_items(held: dict[str, Any]) -> list[str]:
