@@ -147,7 +147,7 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     repeated = pack.text.split("## Failures seen in more than one session")[1].split("\n## ")[0]
     assert "### `mise run` failed in 5 sessions" in repeated
     assert "`transcript:2026-02-08-da15b15f:112`" in repeated and "`transcript:2026-02-08-37a27d31:69`" in repeated
-    assert "- `topics/development.md` (Development): Development (:6); Running Tests (:8);" in outline
+    assert "- `topics/development.md` (Development): Development (:6, empty); Running Tests (:8);" in outline
 
 
 def test_a_pack_over_its_budget_leaves_the_newer_sessions_for_the_next_dream(root: Path) -> None:
