@@ -271,19 +271,18 @@ def _outline(topics: dict[str, TopicFile]) -> list[str]:
         "",
     ]
     for path, topic in sorted(topics.items()):
+        found = headings(topic)
+        ends = [i for i, _level, _text in found[1:]] + [len(topic.lines)]  # a section's own text: to the next heading
         heads = "; ".join(
-            f"{as_data(_cut(text, 80))} (:{i + 1}{', empty' if _empty_section(topic, i) else ''})"
-            for i, _level, text in headings(topic)
+            f"{as_data(_cut(text, 80))} (:{i + 1}{'' if _has_text(topic, i + 1, end) else ', empty'})"
+            for (i, _level, text), end in zip(found, ends, strict=True)
         )
         out.append(f"- `{as_data(path)}` ({as_data(_cut(topic.title, 60))})" + (f": {heads}" if heads else ""))
     return [*out, ""]
 
 
-def _empty_section(topic: TopicFile, at: int) -> bool:
-    """Whether the heading at line index `at` has only blank lines before the next heading (or the end)."""
-    following = [i for i, _level, _text in headings(topic) if i > at]
-    end = following[0] if following else len(topic.lines)
-    return not any(line.strip() for line in topic.lines[at + 1 : end])
+def _has_text(topic: TopicFile, start: int, end: int) -> bool:
+    return any(line.strip() for line in topic.lines[start:end])
 
 
 def _waiting_items(held: dict[str, Any]) -> list[str]:

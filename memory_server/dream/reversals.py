@@ -80,7 +80,10 @@ class Later:
         the agent's lines that name more of it: listed first, such lines buried what mattered. From another
         session than the quotes', a line is listed only when it names the subject well (`_listed`): lines sharing
         common words there were unrelated work ("approved this plan" to a plan that also touched settings)."""
-        listed = [i for i, m in enumerate(self.mentions) if self._listed(m)]
+        names = [t for t in self.terms if _is_name_term(t) and not t.startswith("~")]
+        # the parts of a path are words any path of the project holds ("cmd", "cli"): not the subject's own
+        rare = self.rare - stems({p for t in names if "/" in t for p in re.split(r"[/._-]+", t) if p})
+        listed = [i for i, m in enumerate(self.mentions) if self._listed(m, names, rare)]
         ranked = sorted(
             listed,
             key=lambda i: (
@@ -99,16 +102,13 @@ class Later:
         """The person's line naming two of the subject's terms, or one the sessions seldom use."""
         return m.who == "the person" and (m.weight >= 2 or _rare_hit(m.sentence, self.rare))
 
-    def _listed(self, m: Mention) -> bool:
+    def _listed(self, m: Mention, names: list[str], rare: set[str]) -> bool:
         """Whether a mention is listed: it takes the subject back, is in a session the quotes are in, or names
-        the subject well: one of its whole names (`EntireSettings`, not a part of one) or a word the sessions
-        seldom use. Two common words are not enough there ("cmd" and "cli" of a path: any path of the project)."""
+        the subject well: one of its whole `names` (`EntireSettings`, not a part of one) or a word the sessions
+        seldom use (`rare`, less the parts of paths). Two common words are not enough there."""
         if m.reverses or m.ref.rsplit(":", 1)[0] in self.sessions:
             return True
-        names = [t for t in self.terms if _is_name_term(t) and not t.startswith("~")]
-        # the parts of a path are words any path of the project holds ("cmd", "cli"): not the subject's own
-        parts = {p for t in names if "/" in t for p in re.split(r"[/._-]+", t) if p}
-        return _rare_hit(m.sentence, self.rare - stems(parts)) or mentions(m.sentence, names, 1)
+        return _rare_hit(m.sentence, rare) or mentions(m.sentence, names, 1)
 
 
 def _takes_back(turn: Turn, sentence: str, statement: str, terms: list[str], rare: set[str]) -> bool:
