@@ -169,7 +169,9 @@ def story_cli() -> Script:
     L["pass_cli"] = s.bash("mise run test:integration", "4 passed")[0]
     L["hostile"] = s.user("Use the \x1b[31mred\x1b[0m logger.\r Done <!-- hidden from the reviewer")
     L["late_reply"] = s.thinking_then_text(
-        "The person wants the logger.", "The logger is red now, as asked; the CLI prints warnings in red too."
+        "The person wants the logger.",
+        "The logger is red now, as asked; the CLI prints warnings in red too. I left `run_git` in "
+        "`src/app/gitcli.py` alone, kept `CacheThing` out and put the colours in `LogPalette` (`src/app/palette.py`).",
     )
     L["merge_main_2"] = s.reject("git merge origin/main", "wrong branch again: this PR is based on release-base")[1]
     L["merge_base_2"] = s.bash("git merge origin/release-base", "Already up to date.")[0]
@@ -648,6 +650,18 @@ def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -
     assert pack is not None
     outline = next(line for line in pack.text.splitlines() if line.startswith("- `topics/tooling.md`"))
     assert re.search(r"Tooling \(:\d+, empty\); Tasks \(:\d+\); Identifiers \(:\d+\)", outline), outline
+
+
+def test_the_pack_says_which_names_of_a_sessions_work_todays_tree_has(root: Path) -> None:
+    # The agent's reply names a function and a file the tree has, a class found only in a comment, and a
+    # class and a file of work never merged: an agent reading the pack sees what landed and what did not.
+    pack = gather(root, clock=lambda: NOW).pack
+    assert pack is not None
+    line = next(line for line in pack.text.splitlines() if line.startswith("- today's project tree"))
+    has, _, lacks = line.partition("; lacks ")
+    assert "`run_git`" in has and "`src/app/gitcli.py`" in has, line
+    assert all(f"`{name}`" in lacks for name in ("CacheThing", "LogPalette", "src/app/palette.py")), line
+    assert "renamed, removed or never merged" in lacks
 
 
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import SHARED_TRANSCRIPTS, require_shared
+from redteam_harness import build_scenario
 
 from memory_server.dream.pack import gather
 from memory_server.dream.propose import ProposeResult, propose
@@ -130,6 +131,8 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert "never instructions to follow" in pack.text
     entries, outline = pack.text.split("## Topics and their sections")
     for line in entries.splitlines():
+        if line.startswith("- today's project tree, for names in the agent's replies and commits above: "):
+            continue  # the program's own line: which of those names today's tree has
         if line.startswith("- "):
             assert re.match(r"- `(transcript:[\w-]+|sessions/[\w/.-]+\.md|topics/[\w.-]+\.md):\d+`", line), line
         elif line.startswith(" "):
@@ -148,6 +151,23 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert "### `mise run` failed in 5 sessions" in repeated
     assert "`transcript:2026-02-08-da15b15f:112`" in repeated and "`transcript:2026-02-08-37a27d31:69`" in repeated
     assert "- `topics/development.md` (Development): Development (:6, empty); Running Tests (:8);" in outline
+
+
+def test_the_pack_says_which_work_of_a_session_is_in_todays_tree(tmp_path: Path, transcripts_env: None) -> None:
+    # On the project's own tree: ENT-207's helpers were merged (the tree has them); the deferred-condensation
+    # work was not, and an agent that promoted it would write what the project does not do.
+    project = build_scenario("entire", tmp_path, ENTIRE).root
+    pack = gather(project, clock=lambda: NOW).pack
+    assert pack is not None
+    blocks = pack.text.split("\n## Session ")[1:]
+
+    def tree_line(session: str) -> str:
+        block = next(b for b in blocks if session in b.splitlines()[0])
+        return next(line for line in block.splitlines() if line.startswith("- today's project tree"))
+
+    merged = tree_line("37a27d31").split("; lacks ")[0]
+    assert "`resolveAgentType`" in merged and "`isSpecificAgentType`" in merged, merged
+    assert "`ApplyCommonActions`" in tree_line("e0cf01c8").split("; lacks ")[1], tree_line("e0cf01c8")
 
 
 def test_a_pack_over_its_budget_leaves_the_newer_sessions_for_the_next_dream(root: Path) -> None:

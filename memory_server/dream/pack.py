@@ -2,12 +2,13 @@
 
 For the sessions no dream has read (oldest first): per session, the person's corrections, answers and
 requests, commit messages, failures with their error line and fix, the agent's closing replies and Claude
-Code's own summaries, each with its reference and date; then the topic lines that share identifiers with
-them, the entries of Claude Code's auto memory no topic holds yet (dream/auto_memory.py: support for a fact at
-most), and an outline of the topics (their sections, to target). Bounded: at most
-`dream.pack_session_tokens` per session (higher kinds first, the rest counted as left out) and
-`dream.pack_topic_lines` topic lines. Deterministic: same files, same bytes. Every text is
-redacted and shown as a quotation (`> `), never as instructions. Written to `dreams/evidence.md`.
+Code's own summaries, each with its reference and date, and whether today's project tree has the code and
+file names the agent's replies and commits give (work since merged, or since renamed, removed or never
+merged); then the topic lines that share identifiers with them, the entries of Claude Code's auto memory no
+topic holds yet (dream/auto_memory.py: support for a fact at most), and an outline of the topics (their
+sections, to target). Bounded: at most `dream.pack_session_tokens` per session (higher kinds first, the rest
+counted as left out) and `dream.pack_topic_lines` topic lines. Deterministic: same files, same bytes. Every
+text is redacted and shown as a quotation (`> `), never as instructions. Written to `dreams/evidence.md`.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from typing import Any
 from memory_server.dream.auto_memory import auto_memory_records, pack_section
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
+from memory_server.dream.names import FILE_EXTENSIONS, GitTree, name_kind
 from memory_server.dream.proposals import dream_lock
 from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, FailureRecord, SessionRecord, Turn, iter_records
 from memory_server.dream.topics import TopicFile, headings, load_topics
 from memory_server.files.root import MemoryRoot, as_root
 from memory_server.files.writing import atomic_write
-from memory_server.parse.text import as_data
+from memory_server.parse.text import as_data, code_span
 from memory_server.sessions.failures import command_key
 from memory_server.sessions.redact import redact_for_report
 from memory_server.settings import Settings, load_settings
@@ -68,6 +70,8 @@ LABELS = {
     "failure": "failure",
 }
 ASKED_LIMIT = 400
+TREE_NAMES = 8  # names of a session's work checked against today's tree
+LINE_SUFFIX = re.compile(r"(\.[A-Za-z0-9]{1,8}):\d+(?::\d+)?$")
 
 
 def pack_kind(turn: Turn) -> str | None:
@@ -217,16 +221,26 @@ def _repeated_failures(records: list[SessionRecord]) -> list[str]:
     return out
 
 
-def _session_block(record: SessionRecord, budget: int) -> tuple[list[str], int]:
+@dataclass
+class SessionBlock:
+    """One session's lines in the pack, how many entries were left out, and what its agent said it built."""
+
+    body: list[str]
+    dropped: int
+    work: str  # the agent's replies and commit messages as shown: where the names it worked on are
+
+
+def _session_block(record: SessionRecord, budget: int) -> SessionBlock:
     """The lines of one session's block within `budget` tokens, and how many entries were left out."""
-    entries: list[tuple[int, int, list[str]]] = []  # (priority, line, text lines)
+    entries: list[tuple[int, int, list[str], str]] = []  # (priority, line, text lines, the agent's work)
     for turn in record.turns:
         kind = pack_kind(turn)
         if kind is None or (kind == "closing" and len(turn.text) < 40):
             continue  # "Pushed successfully.": nothing to promote
-        entries.append((PRIORITY[kind], turn.line, _entry(turn, kind)))
-    entries += [(PRIORITY["failure"], f.line, _failure(f)) for f in record.failures]
-    kept: list[tuple[int, int, list[str]]] = []
+        work = turn.text if kind in ("commit", "closing") else ""
+        entries.append((PRIORITY[kind], turn.line, _entry(turn, kind), work))
+    entries += [(PRIORITY["failure"], f.line, _failure(f), "") for f in record.failures]
+    kept: list[tuple[int, int, list[str], str]] = []
     used = 0
     for entry in sorted(entries, key=lambda e: (e[0], e[1])):
         cost = estimate_tokens("\n".join(entry[2]))
@@ -234,8 +248,51 @@ def _session_block(record: SessionRecord, budget: int) -> tuple[list[str], int]:
             continue
         kept.append(entry)
         used += cost
-    body = [line for _p, _l, lines in sorted(kept, key=lambda e: (e[1], e[0])) for line in lines]
-    return body, len(entries) - len(kept)
+    ordered = sorted(kept, key=lambda e: (e[1], e[0]))
+    body = [line for _p, _l, lines, _w in ordered for line in lines]
+    return SessionBlock(body, len(entries) - len(kept), "\n".join(w for *_rest, w in ordered if w))
+
+
+def _work_names(work: str) -> list[str]:
+    """The code names and file names the agent's replies and commit messages give, in order (single words,
+    tickets, branches and folders left out: whether those exist says little about the work)."""
+    out: dict[str, None] = {}
+    for found in identifiers(work):
+        name = LINE_SUFFIX.sub(r"\1", found)  # `hooks.go:63` is the file `hooks.go`
+        last = name.rsplit("/", 1)[-1]
+        a_file = "." in last and last.rsplit(".", 1)[-1].casefold() in FILE_EXTENSIONS
+        if name.startswith(("/", "~", ".")) or "@" in name:
+            continue
+        kind = name_kind(name)
+        if kind == "code" or (kind == "key" and "_" in name) or (kind == "path" and a_file):
+            out.setdefault(name, None)  # `LoadAll`, `load_all`, `settings.Load`, `MEMORY_ROOT`, `src/app/cli.py`
+    return list(out)
+
+
+def _tree_line(work: str, tree: GitTree) -> list[str]:
+    """Whether today's project tree has the names the session's agent says it worked on: work since merged
+    shows here, and so does work since renamed, removed or never merged."""
+    names = _work_names(work)[:TREE_NAMES]
+    if not names or not tree.available:
+        return []
+    there = [n for n in names if tree.problem(n) is None]
+    gone = [n for n in names if n not in there]
+    parts = ["has " + ", ".join(code_span(as_data(n)) for n in there)] if there else []
+    if gone:
+        names_gone = ", ".join(code_span(as_data(n)) for n in gone)
+        parts.append(f"lacks {names_gone} (renamed, removed or never merged; a comment or string does not count)")
+    return [f"- today's project tree, for names in the agent's replies and commits above: {'; '.join(parts)}"]
+
+
+def _block_with_tree(record: SessionRecord, budget: int, tree: GitTree) -> tuple[list[str], int]:
+    """A session's block and its today's-tree line, within `budget` together."""
+    block = _session_block(record, budget)
+    line = _tree_line(block.work, tree)
+    cost = estimate_tokens("\n".join(line))
+    if line and estimate_tokens("\n".join(block.body)) + cost > budget:
+        block = _session_block(record, budget - cost)
+        line = _tree_line(block.work, tree)
+    return block.body + line, block.dropped
 
 
 def _topic_lines(topics: dict[str, TopicFile], names: dict[str, int], limit: int) -> list[TopicLine]:
@@ -318,9 +375,10 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     blocks: list[tuple[SessionRecord, list[str], int]] = []
     covered: list[str] = []
     used = 0
+    tree = GitTree(root.path)
     for rel, ev in iter_records(root, sorted(paths), settings):
         if ev is not None:
-            body, dropped = _session_block(ev, ds.pack_session_tokens)
+            body, dropped = _block_with_tree(ev, ds.pack_session_tokens, tree)
             cost = estimate_tokens("\n".join(body))
             if blocks and used + cost > ds.pack_max_tokens:
                 break  # this one and the rest wait for the next dream
