@@ -92,6 +92,10 @@ def status(as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
+    root = shown(memory.root.path)
+    for p in info["proposals_to_review"]:  # first: a proposal waiting for the person is what matters most
+        hunks = _hunk_list(p["pending_hunks"])
+        click.echo(f"to review: {p['id']} ({hunks}): {program_command()} dream show {p['id']} --root {root}")
     click.echo(info["reason"])
     if info["due"]:
         click.echo(with_program(info["clears"]))
@@ -99,10 +103,6 @@ def status(as_json: bool) -> None:
         f"sessions waiting: {info['unprocessed_sessions']}; verified items waiting: {info['waiting_items']}; "
         f"last dream: {info['last_dream_utc']}"
     )
-    root = shown(memory.root.path)
-    for p in info["proposals_to_review"]:
-        hunks = _hunk_list(p["pending_hunks"])
-        click.echo(f"to review: {p['id']} ({hunks}): {program_command()} dream show {p['id']} --root {root}")
 
 
 @dream.command(
