@@ -171,7 +171,8 @@ def story_cli() -> Script:
     L["late_reply"] = s.thinking_then_text(
         "The person wants the logger.",
         "The logger is red now, as asked; the CLI prints warnings in red too. I left `run_git` in "
-        "`src/app/gitcli.py` alone, kept `CacheThing` out and put the colours in `LogPalette` (`src/app/palette.py`).",
+        "`src/app/gitcli.py` alone, kept `CacheThing` out and put the colours in `LogPalette` (`src/app/palette.py`) "
+        "under `src/app/`, with a `lint:fix` task.",
     )
     L["merge_main_2"] = s.reject("git merge origin/main", "wrong branch again: this PR is based on release-base")[1]
     L["merge_base_2"] = s.bash("git merge origin/release-base", "Already up to date.")[0]
@@ -659,9 +660,29 @@ def test_the_pack_says_which_names_of_a_sessions_work_todays_tree_has(root: Path
     assert pack is not None
     line = next(line for line in pack.text.splitlines() if line.startswith("- today's project tree"))
     has, _, lacks = line.partition("; lacks ")
-    assert "`run_git`" in has and "`src/app/gitcli.py`" in has, line
-    assert all(f"`{name}`" in lacks for name in ("CacheThing", "LogPalette", "src/app/palette.py")), line
-    assert "renamed, removed or never merged" in lacks
+    assert all(f"`{name}`" in has for name in ("run_git", "src/app/gitcli.py", "src/app/")), line
+    assert all(f"`{name}`" in lacks for name in ("CacheThing", "LogPalette", "src/app/palette.py", "lint:fix")), line
+    assert "lacks (renamed, removed or never merged; a comment or a string does not count)" in pack.text
+
+
+def test_a_plan_claude_code_started_reads_as_the_plan_the_person_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = Script("66666666-6666-4666-8666-666666666666", DAY + dt.timedelta(days=5))
+    s.user(
+        "Implement the following plan:\n\n# Plan: a dry run for sync\n\nAdd a `--dry-run` flag to the sync command."
+        "\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error "
+        "messages, or content you generated), read the full transcript at: /home/ann/.claude/projects/p/ab12.jsonl"
+    )
+    s.assistant("Added the --dry-run flag to the sync command; the tests pass and the help text lists it now.")
+    project = project_root(tmp_path, [s], {"topics/tooling.md": TOOLING, **PROJECT})
+    monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(tmp_path / "transcripts"))
+    assert len(compress_all(tmp_path / "transcripts", MemoryRoot(project))) == 1
+    pack = gather(project, clock=lambda: NOW).pack
+    assert pack is not None
+    assert "- what it answers (the plan Claude Code started with, in the same message):" in pack.text
+    assert "Add a `--dry-run` flag to the sync command." in pack.text and "> approved this plan" in pack.text
+    assert "exiting plan mode" not in pack.text and "ab12.jsonl" not in pack.text  # where the plan was written
 
 
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
@@ -929,6 +950,8 @@ def test_a_long_lesson_is_a_short_heading_and_a_paragraph_with_its_words_unchang
     assert head.endswith("in the test files too") and more.startswith("`go build` passes")
     assert f"{head}: {more}" == long
     assert lesson_heading("Run the linter: always") == ("Run the linter: always", "")  # short: one heading
+    lower = long.replace("`go build` passes, but", "add the arguments there;")
+    assert lesson_heading(lower)[1].startswith("Add the arguments there;")  # the paragraph starts as a sentence
     no_colon = "x" * 120
     assert lesson_heading(no_colon) == (no_colon, "")
     two = (

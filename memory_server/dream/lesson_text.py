@@ -8,7 +8,8 @@ LESSON_HEADING_MAX = 100
 def lesson_heading(statement: str) -> tuple[str, str]:
     """A long lesson as a heading and a paragraph, split at its first ": " or sentence end outside code spans
     ("After a merge changes a signature, update the test callers too: `go build` passes, but lint fails"; "...
-    left the old arguments. Run the linter after a merge."); else all heading. The words stay as written."""
+    left the old arguments. Run the linter after a merge."); else all heading. The words stay as written; the
+    paragraph starts with a capital."""
     if len(statement) <= LESSON_HEADING_MAX:
         return statement, ""
     in_code = False
@@ -19,8 +20,15 @@ def lesson_heading(statement: str) -> tuple[str, str]:
             continue
         elif statement.startswith(": ", i) or _sentence_end(statement, i):
             rest = statement[i + 2 :].strip()
-            return (statement[:i], rest) if rest else (statement, "")
+            return (statement[:i], _as_sentence(rest)) if rest else (statement, "")
     return statement, ""
+
+
+def _as_sentence(text: str) -> str:
+    """The paragraph after a heading starts as a sentence: "add the new arguments" -> "Add the new arguments"
+    (a name in backticks or with capitals inside stays as written)."""
+    word = text.split(" ", 1)[0]
+    return text[:1].upper() + text[1:] if word.isalpha() and word.islower() else text
 
 
 def _sentence_end(text: str, i: int) -> bool:

@@ -93,6 +93,8 @@ _FEEDBACK = re.compile(r"(?s)the user said:\s*\n?(.*)$")
 _ANSWER_TEXT = re.compile(r'"([^"]+)"="([^"]*)"')
 _PLAN_APPROVED = re.compile(r"^User has approved your plan", re.I)
 _PLAN_HANDOFF = re.compile(r"^\s*Implement the following plan:\s*", re.I)
+# Claude Code's closing note on a plan it starts: where the planning transcript is (a path, not the plan).
+_PLAN_FOOTER = re.compile(r"\s*If you need specific details from before exiting plan mode\b[^\n]*\Z", re.I)
 APPROVED_PLAN = "approved this plan"  # the person's answer when they approved a whole plan
 REMOVED_ONLY = "(text removed)"  # the text of an edit that only deletes
 _DROPPED_BLOCKS = re.compile(
@@ -309,7 +311,7 @@ class _TranscriptTurns:
                 self.turn(m.line, m, CLAUDE_CODE, "canned", m.text)
             return
         if _PLAN_HANDOFF.match(req[0]):  # Claude Code starts the approved plan: the plan is the agent's
-            plan = _PLAN_HANDOFF.sub("", req[0])
+            plan = _PLAN_FOOTER.sub("", _PLAN_HANDOFF.sub("", req[0]))
             self.turn(m.line, m, AGENT, "plan", plan)
             self.turn(m.line, m, PERSON, "answer", APPROVED_PLAN, asked=plan, asked_ref=f"{self.base}:{m.line}")
             self.last_agent = None
