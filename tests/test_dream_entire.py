@@ -137,7 +137,7 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
             assert re.match(r"- `(transcript:[\w-]+|sessions/[\w/.-]+\.md|topics/[\w.-]+\.md):\d+`", line), line
         elif line.startswith(" "):
             assert line.lstrip().startswith(
-                (">", "- fix `", "- … and", "- what it answers (`", "- never fixed", "- the same command")
+                (">", "- fix `", "- … and", "- what it answers (", "- never fixed", "- the same command")
             ), line
     # what the person said is there: a correction given when rejecting a tool call, an answer, a commit
     assert "`transcript:2026-02-06-07d86da7:196` 2026-02-06 · the person, rejecting a tool call" in pack.text
