@@ -646,6 +646,48 @@ def test_a_line_under_a_section_about_another_file_is_warned_of(root: Path) -> N
         assert result.id and not result.warnings, (section, result.refusals, result.warnings)
 
 
+def test_a_line_goes_right_after_the_list_item_it_names(root: Path) -> None:
+    topic = root / "topics" / "tooling.md"
+    lines = topic.read_text(encoding="utf-8").splitlines()
+    tasks = lines.index("- Tasks run with mise (`mise run test`, `mise run lint`).") + 1
+    lint = (ref("ids", "lint_rule"), "always run the linter before pushing")
+    after = {"topic": "topics/tooling.md", "section": "Tasks", "after": f"topics/tooling.md:{tasks}"}
+    # not a list item, under another section, a line past the end, in another topic: refused, and why
+    for where, reason in (
+        (f"topics/tooling.md:{tasks - 2}", "is not a bulleted list item"),
+        (f"topics/tooling.md:{len(lines)}", "is under § 'Identifiers', not § 'Tasks'"),
+        (f"topics/tooling.md:{len(lines) + 5}", "is not a line of the topic's text"),
+        ("topics/x.md:3", "target.after must be a line of the target topic"),
+    ):
+        refused(root, item("Always run the linter before pushing.", lint, target={**after, "after": where}), reason)
+    result = submit(root, [item("Always run the linter before pushing.", lint, target=after)])
+    assert result.id, result.refusals
+    diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
+    assert (
+        "\n - Tasks run with mise (`mise run test`, `mise run lint`).\n+- Always run the linter before pushing.\n"
+        " - Never commit generated files.\n"
+    ) in diff, diff
+    report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+    assert f"§ Tasks, right after `topics/tooling.md:{tasks}` (one more item of its list)" in report
+
+
+def test_a_line_after_a_list_item_follows_its_continuation_and_nested_items() -> None:
+    from memory_server.dream.edits import after_item
+    from memory_server.dream.topics import load_topic
+
+    text = (
+        "# Files\n\n- `config.go` - config functions,\n  kept for the cli package\n  - `config_test.go`\n"
+        "- `setup.go`\n\n```\n- not a list\n```\n1. numbered\n"
+    )
+    topic = load_topic("topics/files.md", text.encode(), 0.0)
+    assert topic is not None
+    lines = text.splitlines()
+    assert after_item(topic, lines.index("- `config.go` - config functions,")) == (5, "- ")  # past its nested item
+    assert after_item(topic, lines.index("  - `config_test.go`")) == (5, "  - ")  # one more nested item
+    assert "not a bulleted list item" in str(after_item(topic, lines.index("- not a list")))  # in a code block
+    assert "not a bulleted list item" in str(after_item(topic, lines.index("1. numbered")))
+
+
 def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -> None:
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None

@@ -1,6 +1,7 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
-- fact / decision: a list item (the statement) at the end of the target section's own text (before its
+- fact / decision: a list item (the statement) right after the list item `target.after` names, as one more
+  item of that list (its indent and bullet); else at the end of the target section's own text (before its
   first sub-heading; after its prose, before the first line that introduces a list, such as "**Do NOT:**"
   or "**Key files:**", or the sub-headings: the line must not read as one of what it introduces). With no
   section given or matched: a `## Updates` section at the end of the topic (created once), or the end of a
@@ -41,6 +42,7 @@ class FileChange:
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
 
 
+BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+")
 UPDATES = "Updates"  # the section an item goes to when no section is given and none matches it well enough
 
 
@@ -117,6 +119,27 @@ def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     in_list = bool(LIST_ITEM.match(topic.lines[j])) if 0 <= j < len(topic.lines) else False
     text_after = k + 1 < len(topic.lines) and bool(topic.lines[k + 1].strip())
     return k + 1, in_list, text_after
+
+
+def after_item(topic: TopicFile, index: int) -> tuple[int, str] | str:
+    """Where a line goes after the list item at `index` (past its continuation lines and nested items), with
+    the item's indent and bullet ("  - "); or why it cannot go there (not a bulleted list item, or in code)."""
+    if not topic.body_start <= index < len(topic.lines):
+        return f"line {index + 1} is not a line of the topic's text"
+    in_fence = False
+    for line in topic.lines[topic.body_start : index]:
+        in_fence = in_fence != bool(FENCE.match(line))
+    item = BULLET.match(topic.lines[index])
+    if in_fence or item is None:
+        return f"line {index + 1} is not a bulleted list item (`- ...`): give a section instead"
+    depth = len(item.group(1))
+    end = index + 1
+    while end < len(topic.lines) and topic.lines[end].strip():
+        line = topic.lines[end]
+        if len(line) - len(line.lstrip(" \t")) <= depth:
+            break  # the next item of the same list, or text after it
+        end += 1
+    return end, item.group(0)
 
 
 def section_for(topic: TopicFile, heading: str) -> str:
@@ -210,6 +233,13 @@ def build_changes(
                 change(item.topic).edits.append(Edit(n, 1, [replace_span(topic.lines[n], item.old, item.new)], keys))
         elif topic is None:
             new_files.setdefault(item.topic, []).append(item)
+        elif item.after:
+            place = after_item(topic, int(item.after.rsplit(":", 1)[1]) - 1)
+            if isinstance(place, tuple):  # else refused by the verifier before
+                at, bullet = place
+                change(item.topic).edits.append(
+                    _insert(topic, at, [bullet + as_data(item.statement) + topic.eol], keys)
+                )
         elif item.kind == "lesson":
             lines = lesson_lines(item, lesson_sessions.get(item.fingerprint, []), topic.eol)
             change(item.topic).edits.append(_insert(topic, len(topic.lines), lines, keys))

@@ -47,6 +47,7 @@ from memory_server.dream.claims import (
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
+from memory_server.dream.edits import after_item
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
@@ -67,7 +68,7 @@ from memory_server.dream.record import (
 from memory_server.dream.rejections import Rejection, matching_rejection, near_rejection
 from memory_server.dream.reversals import Later, later_mentions
 from memory_server.dream.stance import classify, considered_part, kept_part, no_keeps_it, stance_problem
-from memory_server.dream.topics import TopicFile, heading_key, headings
+from memory_server.dream.topics import TopicFile, heading_key, heading_of, headings
 from memory_server.errors import Refused, Unlocated
 from memory_server.parse.text import UNSAFE_CHAR, invisible
 from memory_server.settings import DreamSettings
@@ -445,6 +446,8 @@ def _names(item: ProposalItem, ctx: Context) -> list[str]:
 
 def _target(item: ProposalItem, ctx: Context) -> None:
     topic = ctx.topics.get(item.topic)
+    if topic is None and item.after:
+        raise Refused(f"{item.topic} does not exist yet: target.after names a line of a topic that exists")
     if topic is None:
         return
     if norm(item.statement) in norm(topic.text):
@@ -456,6 +459,19 @@ def _target(item: ProposalItem, ctx: Context) -> None:
                 f"{item.topic} has no section {item.section!r}; its sections: {'; '.join(heads[:30])} "
                 "(or leave the section out and the program places it)"
             )
+    if item.after:
+        _anchor(item, topic)
+
+
+def _anchor(item: ProposalItem, topic: TopicFile) -> None:
+    """`target.after` names a bulleted list item of the topic, in the item's section when it gives one."""
+    index = int(item.after.rsplit(":", 1)[1]) - 1
+    place = after_item(topic, index)
+    if isinstance(place, str):
+        raise Refused(f"target.after {item.after}: {place}")
+    under = heading_of(topic, index)
+    if item.section and heading_key(under) != heading_key(item.section):
+        raise Refused(f"target.after {item.after} is under § {under!r}, not § {item.section!r}: give one of them")
 
 
 def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
@@ -467,13 +483,21 @@ def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
     return dataclasses.replace(case, gone=gone) if gone else case
 
 
-def _placement(item: ProposalItem, tree: GitTree) -> list[str]:
+def _section(item: ProposalItem, ctx: Context) -> str:
+    """The section a new line goes to: the one it names, else the one of the list item it goes after."""
+    topic = ctx.topics.get(item.topic)
+    if item.section or not item.after or topic is None:
+        return item.section
+    return heading_of(topic, int(item.after.rsplit(":", 1)[1]) - 1)
+
+
+def _placement(item: ProposalItem, section: str, tree: GitTree) -> list[str]:
     """Where the target section's heading names a file or folder ("Session Package (`cmd/app/session/`)"),
     each name of the statement's code the project has only elsewhere: the line would send a reader to the
     wrong place. A warning, not a refusal: the statement may be true, its section is the agent's choice."""
-    if not item.section or not tree.available:
+    if not section or not tree.available:
         return []
-    places = [p for p in BACKTICKED.findall(item.section) if names_a_file(p)]
+    places = [p for p in BACKTICKED.findall(section) if names_a_file(p)]
     files = {f for p in places for f in tree.under(p)}
     if not files:
         return []
@@ -487,7 +511,7 @@ def _placement(item: ProposalItem, tree: GitTree) -> list[str]:
     if not elsewhere:
         return []
     return [
-        f"the section {item.section!r} is about `{places[0]}`, but the project has {', '.join(elsewhere)} only "
+        f"the section {section!r} is about `{places[0]}`, but the project has {', '.join(elsewhere)} only "
         "elsewhere: a reader would look in the wrong place; is another section right?"
     ]
 
@@ -584,7 +608,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
     _names(item, ctx)
     done.later = _later(item, support, ctx, done.lessons)
     _target(item, ctx)
-    done.warnings += _placement(item, ctx.tree)
+    done.warnings += _placement(item, _section(item, ctx), ctx.tree)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
         raise Refused(
