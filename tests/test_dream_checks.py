@@ -688,6 +688,19 @@ def test_a_line_after_a_list_item_follows_its_continuation_and_nested_items() ->
     assert "not a bulleted list item" in str(after_item(topic, lines.index("1. numbered")))
 
 
+def test_a_line_never_joins_a_do_not_list(root: Path) -> None:
+    # "- Use `git add -A`" after an item of a list that "**Do NOT:**" introduces would read "do not use it"
+    topic = root / "topics" / "tooling.md"
+    text = topic.read_text(encoding="utf-8").replace(
+        "- Never commit generated files.\n", "- Never commit generated files.\n\n**Do NOT:**\n- Skip the linter\n"
+    )
+    topic.write_text(text, encoding="utf-8")
+    skip = text.splitlines().index("- Skip the linter") + 1
+    lint = (ref("ids", "lint_rule"), "always run the linter before pushing")
+    where = {"topic": "topics/tooling.md", "section": "Tasks", "after": f"topics/tooling.md:{skip}"}
+    refused(root, item("Always run the linter before pushing.", lint, target=where), "in the list '**Do NOT:**'")
+
+
 def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -> None:
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None

@@ -142,6 +142,23 @@ def after_item(topic: TopicFile, index: int) -> tuple[int, str] | str:
     return end, item.group(0)
 
 
+def list_label(topic: TopicFile, index: int) -> str:
+    """The line that introduces the list the item at `index` is in ("**Do NOT:**", "Key files:"), or "":
+    the nearest text above the list's first item, when it ends with a colon."""
+    i = index
+    while (
+        i > topic.body_start
+        and topic.lines[i - 1].strip()
+        and (LIST_ITEM.match(topic.lines[i - 1]) or topic.lines[i - 1][:1] in " \t")
+    ):
+        i -= 1  # up to the list's first item
+    j = i - 1
+    while j >= topic.body_start and not topic.lines[j].strip():
+        j -= 1
+    label = topic.lines[j].strip() if j >= topic.body_start else ""
+    return label if label.endswith((":", ":**")) and not label.startswith("#") else ""
+
+
 def section_for(topic: TopicFile, heading: str) -> str:
     """Where an item goes: its (given or matched) section; else, in a topic with sections below its title,
     the `## Updates` section (so an unplaced line never lands in whatever section happens to come last);

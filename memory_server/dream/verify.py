@@ -47,7 +47,7 @@ from memory_server.dream.claims import (
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
-from memory_server.dream.edits import after_item
+from memory_server.dream.edits import after_item, list_label
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
@@ -472,6 +472,12 @@ def _anchor(item: ProposalItem, topic: TopicFile) -> None:
     under = heading_of(topic, index)
     if item.section and heading_key(under) != heading_key(item.section):
         raise Refused(f"target.after {item.after} is under § {under!r}, not § {item.section!r}: give one of them")
+    label = list_label(topic, index)
+    if NEGATION.search(label) or re.search(r"(?i)\bexcept", label):
+        raise Refused(
+            f"target.after {item.after} is in the list {label!r} introduces: the line would read as one of "
+            "those; place it after another item, or give only the section"
+        )
 
 
 def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
