@@ -1062,6 +1062,8 @@ def test_a_second_new_topic_waits_and_says_why(root: Path) -> None:
     assert result.changes == 1 and result.held_back == ["JSON output only with --json."], result.message
     report = (root / "dreams" / str(result.id) / "REPORT.md").read_text()
     assert "it makes a new topic and this proposal makes one already" in report
+    diff = (root / "dreams" / str(result.id) / "proposal.diff").read_text()  # the title and description given
+    assert "+- [Output](topics/output.md): What commands print\n" in diff and "\n+# Output\n" in diff, diff
 
 
 def test_an_item_that_would_show_no_line_of_its_own_waits_instead(root: Path) -> None:

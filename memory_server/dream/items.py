@@ -206,9 +206,9 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
         statement,
         stance,
         topic,
-        _text(target, "section", where),
-        _text(target, "title", where),
-        _text(target, "description", where),
+        section=_text(target, "section", where),
+        title=_text(target, "title", where),
+        description=_text(target, "description", where),
         raw=dict(raw),
     )
     item.after = _after(item, _text(target, "after", where), where)
