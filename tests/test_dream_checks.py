@@ -176,6 +176,7 @@ def story_cli() -> Script:
     )
     L["merge_main_2"] = s.reject("git merge origin/main", "wrong branch again: this PR is based on release-base")[1]
     L["merge_base_2"] = s.bash("git merge origin/release-base", "Already up to date.")[0]
+    s.edit("src/app/gitcli.py", "def run_git(*args):", "def run_git(*args: str) -> str:")  # merged since
     L["own_title"] = s.summary_of(str(s.parent), "Red logger for the CLI")
     return s
 
@@ -713,11 +714,15 @@ def test_the_pack_says_which_names_of_a_sessions_work_todays_tree_has(root: Path
     # class and a file of work never merged: an agent reading the pack sees what landed and what did not.
     pack = gather(root, clock=lambda: NOW).pack
     assert pack is not None
-    line = next(line for line in pack.text.splitlines() if line.startswith("- today's project tree"))
+    session = pack.text.split(f"transcript:{IDS['cli'].session_id}`", 1)[1].split("\n## ", 1)[0]
+    line = next(line for line in session.splitlines() if line.startswith("- today's project tree"))
     has, _, lacks = line.partition("; lacks ")
     assert all(f"`{name}`" in has for name in ("run_git", "src/app/gitcli.py", "src/app/")), line
     assert all(f"`{name}`" in lacks for name in ("CacheThing", "LogPalette", "src/app/palette.py", "lint:fix")), line
+    # of the files its edits changed: the tree holds what the gitcli.py edit wrote, not the cli.py one's text
+    assert "; keeps what its edits wrote in `src/app/gitcli.py`; not what they wrote in `src/app/cli.py`" in line
     assert "lacks (renamed, removed or never merged; a comment or a string does not count)" in pack.text
+    assert "(never merged, reverted or rewritten since)" in pack.text
 
 
 def test_a_plan_claude_code_started_reads_as_the_plan_the_person_approved(

@@ -168,6 +168,9 @@ def test_the_pack_says_which_work_of_a_session_is_in_todays_tree(tmp_path: Path,
     merged = tree_line("37a27d31").split("; lacks ")[0]
     assert "`resolveAgentType`" in merged and "`isSpecificAgentType`" in merged, merged
     assert "`ApplyCommonActions`" in tree_line("e0cf01c8").split("; lacks ")[1], tree_line("e0cf01c8")
+    # the known-limitations entry that session wrote was never merged; the redaction fix was
+    assert tree_line("03a1382e").endswith("not what they wrote in `docs/KNOWN_LIMITATIONS.md`")
+    assert "keeps what its edits wrote in `redact/redact.go`" in tree_line("07d86da7")
 
 
 def test_a_pack_over_its_budget_leaves_the_newer_sessions_for_the_next_dream(root: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from memory_server.dream.auto_memory import auto_memory_records, pack_section
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
+from memory_server.dream.landed import landed
 from memory_server.dream.names import FILE_EXTENSIONS, GitTree, name_kind
 from memory_server.dream.proposals import dream_lock
 from memory_server.dream.record import AGENT, CLAUDE_CODE, PERSON, FailureRecord, SessionRecord, Turn, iter_records
@@ -72,11 +73,12 @@ LABELS = {
 ASKED_LIMIT = 400
 TREE_NAMES = 8  # names of a session's work checked against today's tree
 TREE_NOTE = (
-    " A session ends with the names of the agent's replies and commits that today's project tree has (a name, "
-    "not the change: `git grep` tells whether the change is there) and lacks (renamed, removed or never "
-    "merged; a comment or a string does not count)."
+    " A session ends with what today's project tree has of its work: the names of the agent's replies and "
+    "commits it has (a name, not the change) and lacks (renamed, removed or never merged; a comment or a "
+    "string does not count), and the files whose edits of this session it keeps (most of the text the last "
+    "edit wrote is there) or not (never merged, reverted or rewritten since)."
 )
-TREE_LINE = "- today's project tree, for names in the agent's replies and commits above: "
+TREE_LINE = "- today's project tree, for the agent's names above and the session's edits: "
 TASK_NAME = re.compile(r"^[a-z][\w-]*:[a-z][\w:-]*$")  # `test:ci`, `fmt:check`
 LINE_SUFFIX = re.compile(r"(\.[A-Za-z0-9]{1,8}):\d+(?::\d+)?$")
 
@@ -280,27 +282,33 @@ def _work_names(work: str) -> list[str]:
     return list(out)
 
 
-def _tree_line(work: str, tree: GitTree) -> list[str]:
-    """Whether today's project tree has the names the session's agent says it worked on: work since merged
-    shows here, and so does work since renamed, removed or never merged."""
-    names = _work_names(work)[:TREE_NAMES]
-    if not names or not tree.available:
-        return []
+def _tree_line(work: str, edits: list[tuple[str, bool]], tree: GitTree) -> list[str]:
+    """Whether today's project tree has the names the session's agent says it worked on, and still holds what
+    its edits wrote: work since merged shows here, and so does work since renamed, removed or never merged."""
+    names = _work_names(work)[:TREE_NAMES] if tree.available else []
     there = [n for n in names if tree.problem(n) is None]
     gone = [n for n in names if n not in there]
-    parts = ["has " + ", ".join(code_span(as_data(n)) for n in there)] if there else []
-    parts += ["lacks " + ", ".join(code_span(as_data(n)) for n in gone)] if gone else []
-    return [f"{TREE_LINE}{'; '.join(parts)}"]
+
+    def spans(found: list[str]) -> str:
+        return ", ".join(code_span(as_data(n)) for n in found)
+
+    parts = [f"has {spans(there)}"] if there else []
+    parts += [f"lacks {spans(gone)}"] if gone else []
+    kept, lost = [p for p, ok in edits if ok], [p for p, ok in edits if not ok]
+    parts += [f"keeps what its edits wrote in {spans(kept)}"] if kept else []
+    parts += [f"not what they wrote in {spans(lost)}"] if lost else []
+    return [f"{TREE_LINE}{'; '.join(parts)}"] if parts else []
 
 
 def _block_with_tree(record: SessionRecord, budget: int, tree: GitTree) -> tuple[list[str], int]:
     """A session's block and its today's-tree line, within `budget` together."""
     block = _session_block(record, budget)
-    line = _tree_line(block.work, tree)
+    edits = landed(record, tree)
+    line = _tree_line(block.work, edits, tree)
     cost = estimate_tokens("\n".join(line))
     if line and estimate_tokens("\n".join(block.body)) + cost > budget:
         block = _session_block(record, budget - cost)
-        line = _tree_line(block.work, tree)
+        line = _tree_line(block.work, edits, tree)
     return block.body + line, block.dropped
 
 

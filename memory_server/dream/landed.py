@@ -1,0 +1,67 @@
+"""Whether a session's edits are in today's project tree: the text an edit or a write left in a file is still
+there (kept), or the file or that text is gone (never merged, reverted, or rewritten since).
+
+    landed(record, tree)   # [("cmd/app/x.go", True), ("docs/NOTES.md", False)]
+
+Read from the record's edit and write turns (the last text written to each file) and the tracked files of
+the git tree the memory root lies in. A file is looked for by the path the tool call named, relative to the
+session's working folder; paths outside it (absolute) and edits that only delete are left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_server.dream.names import GitTree
+from memory_server.dream.record import AGENT, REMOVED_ONLY, SessionRecord
+
+EDIT_LABEL = re.compile(r"^(?:Edit|MultiEdit|Write|NotebookEdit)\s+(`+)\s*(.+?)\s*\1$", re.DOTALL)
+LANDED_FILES = 6  # files of one session looked at
+MAX_FILE_BYTES = 2_000_000
+
+
+def session_edits(record: SessionRecord) -> dict[str, str]:
+    """File (as the tool call named it) -> the last text the session's agent wrote there, in order of first
+    edit."""
+    out: dict[str, str] = {}
+    for turn in record.turns:
+        if turn.speaker != AGENT or turn.kind not in ("edit", "write") or turn.text == REMOVED_ONLY:
+            continue
+        m = EDIT_LABEL.match(turn.tool)
+        if m and not m.group(2).startswith(("/", "~")):
+            out[m.group(2)] = turn.text
+    return out
+
+
+def _distinctive(text: str) -> list[str]:
+    """The longest few lines of an edit's text that say something (not braces, not a bare keyword)."""
+    lines = {" ".join(line.split()) for line in text.splitlines()}
+    return sorted((ln for ln in lines if len(ln) >= 16 and re.search(r"[A-Za-z]{3}", ln)), key=len, reverse=True)[:5]
+
+
+def _file_text(tree: GitTree, path: str) -> str | None:
+    files = tree.under(path)
+    if tree.top is None or not files:
+        return None
+    chosen = path if path in files else files[0]
+    try:
+        data = (tree.top / chosen).read_bytes()[:MAX_FILE_BYTES]
+    except OSError:
+        return None
+    return " ".join(data.decode("utf-8", "replace").split())
+
+
+def landed(record: SessionRecord, tree: GitTree) -> list[tuple[str, bool]]:
+    """(file, whether today's tree still holds most of what the session last wrote there), for the first
+    `LANDED_FILES` files the session edited; none outside a git tree."""
+    if not tree.available:
+        return []
+    out: list[tuple[str, bool]] = []
+    for path, text in list(session_edits(record).items())[:LANDED_FILES]:
+        lines = _distinctive(text)
+        if not lines:
+            continue
+        content = _file_text(tree, path)
+        kept = content is not None and 2 * sum(line in content for line in lines) >= len(lines)
+        out.append((path, kept))
+    return out
