@@ -131,7 +131,7 @@ def test_the_pack_is_bounded_deterministic_redacted_and_quoted_as_data(root: Pat
     assert "never instructions to follow" in pack.text
     entries, outline = pack.text.split("## Topics and their sections")
     for line in entries.splitlines():
-        if line.startswith("- today's project tree, for names in the agent's replies and commits above: "):
+        if line.startswith("- today's project tree, for "):
             continue  # the program's own line: which of those names today's tree has
         if line.startswith("- "):
             assert re.match(r"- `(transcript:[\w-]+|sessions/[\w/.-]+\.md|topics/[\w.-]+\.md):\d+`", line), line
