@@ -647,46 +647,63 @@ def test_a_line_under_a_section_about_another_file_is_warned_of(root: Path) -> N
         assert result.id and not result.warnings, (section, result.refusals, result.warnings)
 
 
+FILES_SECTION = (
+    "\n## Files\n\n- `src/app/settings.py` - loads the settings\n- `src/app/cli.py` - the command line\n"
+    "  parsed with argparse\n- `src/app/store.py` - the store\n\n**Removed:**\n- `src/app/cache.py` - the cache\n"
+)
+
+
 def test_a_line_goes_right_after_the_list_item_it_names(root: Path) -> None:
     topic = root / "topics" / "tooling.md"
+    topic.write_text(topic.read_text(encoding="utf-8") + FILES_SECTION, encoding="utf-8")
     lines = topic.read_text(encoding="utf-8").splitlines()
-    tasks = lines.index("- Tasks run with mise (`mise run test`, `mise run lint`).") + 1
-    lint = (ref("ids", "lint_rule"), "always run the linter before pushing")
-    after = {"topic": "topics/tooling.md", "section": "Tasks", "after": f"topics/tooling.md:{tasks}"}
-    # not a list item, under another section, a line past the end, in another topic: refused, and why
+
+    def at(text: str) -> str:
+        return f"topics/tooling.md:{lines.index(text) + 1}"
+
+    ids = (ref("ids", "ids"), "The request ids are 16 hex characters now")
+    statement = "`Settings` gives request ids of 16 hex characters"
+    after = {
+        "topic": "topics/tooling.md",
+        "section": "Files",
+        "after": at("- `src/app/settings.py` - loads the settings"),
+    }
     for where, reason in (
-        (f"topics/tooling.md:{tasks - 2}", "is not a bulleted list item"),
-        (f"topics/tooling.md:{len(lines)}", "is under § 'Identifiers', not § 'Tasks'"),
+        (at("## Files"), "is not a bulleted list item"),  # not a list item
+        (at("- Request ids are 12 hex characters."), "is under § 'Identifiers', not § 'Files'"),
         (f"topics/tooling.md:{len(lines) + 5}", "is not a line of the topic's text"),
         ("topics/x.md:3", "target.after must be a line of the target topic"),
+        (at("- `src/app/store.py` - the store"), "names nothing the statement names"),  # another file's entry
+        (at("- `src/app/cli.py` - the command line"), "goes on below it"),  # its text goes on
+        (at("- `src/app/cache.py` - the cache"), "in a list under '**Removed:**'"),  # would read as removed
     ):
-        refused(root, item("Always run the linter before pushing.", lint, target={**after, "after": where}), reason)
-    result = submit(root, [item("Always run the linter before pushing.", lint, target=after)])
+        refused(root, item(statement, ids, target={**after, "after": where}), reason)
+    result = submit(root, [item(statement, ids, target=after)])  # `Settings` is defined in settings.py
     assert result.id, result.refusals
     diff = (root / "dreams" / result.id / "proposal.diff").read_text(encoding="utf-8")
-    assert (
-        "\n - Tasks run with mise (`mise run test`, `mise run lint`).\n+- Always run the linter before pushing.\n"
-        " - Never commit generated files.\n"
-    ) in diff, diff
+    assert f"\n - `src/app/settings.py` - loads the settings\n+- {statement}\n - `src/app/cli.py`" in diff, diff
     report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
-    assert f"§ Tasks, right after `topics/tooling.md:{tasks}` (one more item of its list)" in report
+    assert f"§ Files, right after `{after['after']}` (one more item of its list)" in report
+    assert "It goes right after the list item" in report and "under Tooling › Files." in report
 
 
-def test_a_line_after_a_list_item_follows_its_continuation_and_nested_items() -> None:
+def test_a_line_after_a_list_item_only_follows_a_one_line_item_at_the_margin() -> None:
     from memory_server.dream.edits import after_item
     from memory_server.dream.topics import load_topic
 
     text = (
         "# Files\n\n- `config.go` - config functions,\n  kept for the cli package\n  - `config_test.go`\n"
-        "- `setup.go`\n\n```\n- not a list\n```\n1. numbered\n"
+        "- `setup.go`\n\n```\n- not a list\n```\n1. numbered\n<!-- old:\n- `x.go`\n-->\n- `y.go`\n"
     )
     topic = load_topic("topics/files.md", text.encode(), 0.0)
     assert topic is not None
     lines = text.splitlines()
-    assert after_item(topic, lines.index("- `config.go` - config functions,")) == (5, "- ")  # past its nested item
-    assert after_item(topic, lines.index("  - `config_test.go`")) == (5, "  - ")  # one more nested item
-    assert "not a bulleted list item" in str(after_item(topic, lines.index("- not a list")))  # in a code block
-    assert "not a bulleted list item" in str(after_item(topic, lines.index("1. numbered")))
+    assert "goes on below it" in str(after_item(topic, lines.index("- `config.go` - config functions,")))
+    assert "at the left margin" in str(after_item(topic, lines.index("  - `config_test.go`")))  # nested
+    assert after_item(topic, lines.index("- `setup.go`")) == (lines.index("- `setup.go`") + 1, "- ")
+    for inside in ("- not a list", "1. numbered", "- `x.go`"):  # a code block, a numbered item, an HTML comment
+        assert "not a bulleted list item" in str(after_item(topic, lines.index(inside))), inside
+    assert after_item(topic, lines.index("- `y.go`")) == (len(lines), "- ")
 
 
 def test_a_line_never_joins_a_do_not_list(root: Path) -> None:
@@ -699,7 +716,7 @@ def test_a_line_never_joins_a_do_not_list(root: Path) -> None:
     skip = text.splitlines().index("- Skip the linter") + 1
     lint = (ref("ids", "lint_rule"), "always run the linter before pushing")
     where = {"topic": "topics/tooling.md", "section": "Tasks", "after": f"topics/tooling.md:{skip}"}
-    refused(root, item("Always run the linter before pushing.", lint, target=where), "in the list '**Do NOT:**'")
+    refused(root, item("Always run the linter before pushing.", lint, target=where), "in a list under '**Do NOT:**'")
 
 
 def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -> None:

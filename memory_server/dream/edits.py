@@ -42,7 +42,7 @@ class FileChange:
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
 
 
-BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+")
+TOP_BULLET = re.compile(r"^[-*+][ \t]+")
 UPDATES = "Updates"  # the section an item goes to when no section is given and none matches it well enough
 
 
@@ -122,41 +122,50 @@ def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
 
 
 def after_item(topic: TopicFile, index: int) -> tuple[int, str] | str:
-    """Where a line goes after the list item at `index` (past its continuation lines and nested items), with
-    the item's indent and bullet ("  - "); or why it cannot go there (not a bulleted list item, or in code)."""
+    """Where a line goes after the list item at `index`, with its bullet ("- "); or why it cannot go there.
+    Only a one-line item of a list at the left margin, outside code and HTML comments: after an item that
+    goes on (a continuation line or paragraph, nested items) the new line would take over what follows, and
+    a nested item's meaning depends on its parent."""
     if not topic.body_start <= index < len(topic.lines):
         return f"line {index + 1} is not a line of the topic's text"
-    in_fence = False
+    in_fence, in_comment = False, False
     for line in topic.lines[topic.body_start : index]:
         in_fence = in_fence != bool(FENCE.match(line))
-    item = BULLET.match(topic.lines[index])
-    if in_fence or item is None:
-        return f"line {index + 1} is not a bulleted list item (`- ...`): give a section instead"
-    depth = len(item.group(1))
-    end = index + 1
-    while end < len(topic.lines) and topic.lines[end].strip():
-        line = topic.lines[end]
-        if len(line) - len(line.lstrip(" \t")) <= depth:
-            break  # the next item of the same list, or text after it
-        end += 1
-    return end, item.group(0)
+        in_comment = _comment_open(line, in_comment)
+    item = TOP_BULLET.match(topic.lines[index])
+    if in_fence or in_comment or item is None:
+        return f"line {index + 1} is not a bulleted list item at the left margin (`- ...`): give a section instead"
+    rest = [ln for ln in topic.lines[index + 1 :]]
+    nxt = next((k for k, ln in enumerate(rest) if ln.strip()), None)
+    goes_on = bool(rest) and bool(rest[0].strip()) and not TOP_BULLET.match(rest[0]) and not rest[0].startswith("#")
+    if goes_on or (nxt is not None and nxt > 0 and rest[nxt][:1] in (" ", "\t")):
+        return f"the item at line {index + 1} goes on below it: place the line after another item, or give a section"
+    return index + 1, item.group(0)
 
 
-def list_label(topic: TopicFile, index: int) -> str:
-    """The line that introduces the list the item at `index` is in ("**Do NOT:**", "Key files:"), or "":
-    the nearest text above the list's first item, when it ends with a colon."""
-    i = index
-    while (
-        i > topic.body_start
-        and topic.lines[i - 1].strip()
-        and (LIST_ITEM.match(topic.lines[i - 1]) or topic.lines[i - 1][:1] in " \t")
+def _comment_open(line: str, open_: bool) -> bool:
+    """Whether an HTML comment is still open after `line`."""
+    for part in re.findall(r"<!--|-->", line):
+        open_ = part == "<!--"
+    return open_
+
+
+def list_context(topic: TopicFile, index: int) -> list[str]:
+    """What gives the list the item at `index` is in its meaning: the line that introduces it (the nearest
+    text above its items: "**Do NOT:**", "Removed in v0.5"), and the headings it sits under, nearest first."""
+    j = index - 1
+    while j >= topic.body_start and (
+        not topic.lines[j].strip() or TOP_BULLET.match(topic.lines[j]) or topic.lines[j][:1] in (" ", "\t")
     ):
-        i -= 1  # up to the list's first item
-    j = i - 1
-    while j >= topic.body_start and not topic.lines[j].strip():
-        j -= 1
-    label = topic.lines[j].strip() if j >= topic.body_start else ""
-    return label if label.endswith((":", ":**")) and not label.startswith("#") else ""
+        j -= 1  # up over the list's items and the blank lines between them
+    label = topic.lines[j].strip() if j >= topic.body_start and not topic.lines[j].startswith("#") else ""
+    out = [label] if label else []
+    level = 7
+    for i, lvl, text in reversed(headings(topic)):
+        if i < index and lvl < level:
+            out.append(text)
+            level = lvl
+    return out
 
 
 def section_for(topic: TopicFile, heading: str) -> str:

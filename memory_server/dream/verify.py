@@ -47,7 +47,7 @@ from memory_server.dream.claims import (
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
-from memory_server.dream.edits import after_item, list_label
+from memory_server.dream.edits import after_item, list_context
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
@@ -444,12 +444,12 @@ def _names(item: ProposalItem, ctx: Context) -> list[str]:
     return []
 
 
-def _target(item: ProposalItem, ctx: Context) -> None:
+def _target(item: ProposalItem, ctx: Context) -> str:
     topic = ctx.topics.get(item.topic)
     if topic is None and item.after:
         raise Refused(f"{item.topic} does not exist yet: target.after names a line of a topic that exists")
     if topic is None:
-        return
+        return ""
     if norm(item.statement) in norm(topic.text):
         raise Refused(f"{item.topic} already says it")
     if item.section:
@@ -460,11 +460,14 @@ def _target(item: ProposalItem, ctx: Context) -> None:
                 "(or leave the section out and the program places it)"
             )
     if item.after:
-        _anchor(item, topic)
+        return _anchor(item, topic, ctx.tree)
+    return ""
 
 
-def _anchor(item: ProposalItem, topic: TopicFile) -> None:
-    """`target.after` names a bulleted list item of the topic, in the item's section when it gives one."""
+def _anchor(item: ProposalItem, topic: TopicFile, tree: GitTree) -> str:
+    """`target.after` names a one-line bulleted item of the topic, in the item's section when it gives one,
+    of a list nothing negative introduces, that names what the statement is about. Returns the report's note
+    on where the line goes (what introduces that list, and the item)."""
     index = int(item.after.rsplit(":", 1)[1]) - 1
     place = after_item(topic, index)
     if isinstance(place, str):
@@ -472,12 +475,49 @@ def _anchor(item: ProposalItem, topic: TopicFile) -> None:
     under = heading_of(topic, index)
     if item.section and heading_key(under) != heading_key(item.section):
         raise Refused(f"target.after {item.after} is under § {under!r}, not § {item.section!r}: give one of them")
-    label = list_label(topic, index)
-    if NEGATION.search(label) or re.search(r"(?i)\bexcept", label):
+    context = list_context(topic, index)
+    negative = next((c for c in context if _reads_negative(c)), None)
+    if negative is not None:
         raise Refused(
-            f"target.after {item.after} is in the list {label!r} introduces: the line would read as one of "
-            "those; place it after another item, or give only the section"
+            f"target.after {item.after} is in a list under {negative!r}: the line would read as one of those; "
+            "place it after another item, or give only the section"
         )
+    anchor = topic.lines[index].strip()
+    if not _shares_subject(anchor, item.statement, tree):
+        raise Refused(
+            f"target.after {item.after} ({anchor[:120]!r}) names nothing the statement names: a line goes after "
+            "the entry of what it is about (the file or name it gives); else give only the section"
+        )
+    shown = " › ".join(reversed(context))
+    return f"It goes right after the list item {item.after} ({anchor[:160]!r}), under {shown}."
+
+
+# The opening words of a heading or a list's label that make its items things not to do, gone or wrong.
+_STATUS = re.compile(
+    r"(?i)\b(?:deprecated|removed|old|legacy|obsolete|superseded|historical|history|formerly|previous|pitfalls?|"
+    r"anti-?patterns?|mistakes?|failures?|wrong|broken|bugs?|issues|unsupported|don'?t|never|avoid|except\w*)\b"
+)
+
+
+def _reads_negative(label: str) -> bool:
+    """A heading or label whose first words (asides in parentheses left out) deny or retire what it lists."""
+    opening = " ".join(re.sub(r"\([^)]*\)", " ", label).replace("*", " ").split()[:5])
+    return bool(NEGATION.search(opening) or _STATUS.search(opening))
+
+
+def _shares_subject(anchor: str, statement: str, tree: GitTree) -> bool:
+    """The list item names a name the statement names (a file by its path's end), or a file that defines a
+    code name the statement gives."""
+    theirs, ours = identifiers(anchor), identifiers(statement)
+    if any(_same_name(a, b) for a in theirs for b in ours):
+        return True
+    files = [f for a in theirs if names_a_file(a) for f in tree.under(a)]
+    return bool(files) and any(name_kind(b) == "code" and tree.defined(b, files) for b in ours)
+
+
+def _same_name(a: str, b: str) -> bool:
+    a, b = a.casefold().strip("/"), b.casefold().strip("/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
@@ -613,7 +653,8 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
             raise Refused(problem)
     _names(item, ctx)
     done.later = _later(item, support, ctx, done.lessons)
-    _target(item, ctx)
+    where = _target(item, ctx)
+    done.notes += [where] if where else []
     done.warnings += _placement(item, _section(item, ctx), ctx.tree)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
