@@ -27,7 +27,7 @@ def session_edits(record: SessionRecord) -> dict[str, str]:
     for turn in record.turns:
         if turn.speaker != AGENT or turn.kind not in ("edit", "write") or turn.text == REMOVED_ONLY:
             continue
-        m = EDIT_LABEL.match(turn.tool)
+        m = EDIT_LABEL.match(turn.tool[:1000])  # a tool label: a short name and a path
         if m and not m.group(2).startswith(("/", "~")):
             out[m.group(2)] = turn.text
     return out
