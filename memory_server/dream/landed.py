@@ -39,16 +39,20 @@ def _distinctive(text: str) -> list[str]:
     return sorted((ln for ln in lines if len(ln) >= 16 and re.search(r"[A-Za-z]{3}", ln)), key=len, reverse=True)[:5]
 
 
-def _file_text(tree: GitTree, path: str) -> str | None:
+def _file_texts(tree: GitTree, path: str) -> list[str]:
+    """The text (spacing folded) of the tracked files a path names: itself, or those its end matches."""
+    top = tree.top
+    if top is None:
+        return []
     files = tree.under(path)
-    if tree.top is None or not files:
-        return None
-    chosen = path if path in files else files[0]
-    try:
-        data = (tree.top / chosen).read_bytes()[:MAX_FILE_BYTES]
-    except OSError:
-        return None
-    return " ".join(data.decode("utf-8", "replace").split())
+    out = []
+    for name in [path] if path in files else files[:5]:
+        try:
+            data = (top / name).read_bytes()[:MAX_FILE_BYTES]
+        except OSError:
+            continue
+        out.append(" ".join(data.decode("utf-8", "replace").split()))
+    return out
 
 
 def landed(record: SessionRecord, tree: GitTree) -> list[tuple[str, bool]]:
@@ -61,7 +65,6 @@ def landed(record: SessionRecord, tree: GitTree) -> list[tuple[str, bool]]:
         lines = _distinctive(text)
         if not lines:
             continue
-        content = _file_text(tree, path)
-        kept = content is not None and 2 * sum(line in content for line in lines) >= len(lines)
+        kept = any(2 * sum(line in text for line in lines) >= len(lines) for text in _file_texts(tree, path))
         out.append((path, kept))
     return out
