@@ -673,9 +673,9 @@ def test_a_line_goes_right_after_the_list_item_it_names(root: Path) -> None:
         (at("- Request ids are 12 hex characters."), "is under § 'Identifiers', not § 'Files'"),
         (f"topics/tooling.md:{len(lines) + 5}", "is not a line of the topic's text"),
         ("topics/x.md:3", "target.after must be a line of the target topic"),
-        (at("- `src/app/store.py` - the store"), "names nothing the statement names"),  # another file's entry
+        (at("- `src/app/store.py` - the store"), "is not the entry of a file or name the statement names"),
         (at("- `src/app/cli.py` - the command line"), "goes on below it"),  # its text goes on
-        (at("- `src/app/cache.py` - the cache"), "in a list under '**Removed:**'"),  # would read as removed
+        (at("- `src/app/cache.py` - the cache"), "introduced by '**Removed:**', not a heading or a files label"),
     ):
         refused(root, item(statement, ids, target={**after, "after": where}), reason)
     result = submit(root, [item(statement, ids, target=after)])  # `Settings` is defined in settings.py
@@ -685,6 +685,16 @@ def test_a_line_goes_right_after_the_list_item_it_names(root: Path) -> None:
     report = (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
     assert f"§ Files, right after `{after['after']}` (one more item of its list)" in report
     assert "It goes right after the list item" in report and "under Tooling › Files." in report
+    # a list a status word governs, in its heading or its label, or that the next text speaks of: refused
+    for old, new in (("## Files", "## Files (before v2)"), ("## Files", "## Files\n\n**Key files (removed):**")):
+        topic.write_text(topic.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+        moved = at("- `src/app/settings.py` - loads the settings").split(":")[1]
+        shifted = f"topics/tooling.md:{int(moved) + new.count(chr(10))}"
+        retry = submit(
+            root, [item(statement, ids, target={"topic": "topics/tooling.md", "after": shifted})], redo=result.id
+        )
+        assert retry.id is None and "says something of status, time or scope" in retry.refusals[0], retry.refusals
+        topic.write_text(topic.read_text(encoding="utf-8").replace(new, old, 1), encoding="utf-8")
 
 
 def test_a_line_after_a_list_item_only_follows_a_one_line_item_at_the_margin() -> None:
@@ -716,7 +726,7 @@ def test_a_line_never_joins_a_do_not_list(root: Path) -> None:
     skip = text.splitlines().index("- Skip the linter") + 1
     lint = (ref("ids", "lint_rule"), "always run the linter before pushing")
     where = {"topic": "topics/tooling.md", "section": "Tasks", "after": f"topics/tooling.md:{skip}"}
-    refused(root, item("Always run the linter before pushing.", lint, target=where), "in a list under '**Do NOT:**'")
+    refused(root, item("Always run the linter before pushing.", lint, target=where), "introduced by '**Do NOT:**'")
 
 
 def test_the_packs_outline_marks_a_section_with_no_text_of_its_own(root: Path) -> None:

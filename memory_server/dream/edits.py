@@ -150,22 +150,40 @@ def _comment_open(line: str, open_: bool) -> bool:
     return open_
 
 
-def list_context(topic: TopicFile, index: int) -> list[str]:
-    """What gives the list the item at `index` is in its meaning: the line that introduces it (the nearest
-    text above its items: "**Do NOT:**", "Removed in v0.5"), and the headings it sits under, nearest first."""
+@dataclass
+class ListContext:
+    """What gives a list its meaning: the paragraph that introduces it ("**Key files:**"; "" when a heading
+    does), the headings above it (nearest first), and the first text after it ("The fields above are gone.")."""
+
+    label: str
+    headings: list[str]
+    after: str
+
+
+def list_context(topic: TopicFile, index: int) -> ListContext:
+    """The context of the list the item at `index` is in. A code block between the introducing text and the
+    list makes the label "```" (it introduces no list a reader would name)."""
     j = index - 1
     while j >= topic.body_start and (
         not topic.lines[j].strip() or TOP_BULLET.match(topic.lines[j]) or topic.lines[j][:1] in (" ", "\t")
     ):
         j -= 1  # up over the list's items and the blank lines between them
-    label = topic.lines[j].strip() if j >= topic.body_start and not topic.lines[j].startswith("#") else ""
-    out = [label] if label else []
-    level = 7
+    label: list[str] = []
+    while j >= topic.body_start and topic.lines[j].strip() and not topic.lines[j].startswith("#"):
+        label.insert(0, topic.lines[j].strip())  # the whole paragraph above the list
+        j -= 1
+    k = index + 1
+    while k < len(topic.lines) and (
+        not topic.lines[k].strip() or TOP_BULLET.match(topic.lines[k]) or topic.lines[k][:1] in (" ", "\t")
+    ):
+        k += 1  # down over the rest of the list
+    after = topic.lines[k].strip() if k < len(topic.lines) and not topic.lines[k].startswith("#") else ""
+    chain, level = [], 7
     for i, lvl, text in reversed(headings(topic)):
         if i < index and lvl < level:
-            out.append(text)
+            chain.append(text)
             level = lvl
-    return out
+    return ListContext(" ".join(label), chain, after)
 
 
 def section_for(topic: TopicFile, heading: str) -> str:

@@ -47,7 +47,7 @@ from memory_server.dream.claims import (
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
-from memory_server.dream.edits import after_item, list_context
+from memory_server.dream.edits import ListContext, after_item, list_context
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
@@ -465,9 +465,11 @@ def _target(item: ProposalItem, ctx: Context) -> str:
 
 
 def _anchor(item: ProposalItem, topic: TopicFile, tree: GitTree) -> str:
-    """`target.after` names a one-line bulleted item of the topic, in the item's section when it gives one,
-    of a list nothing negative introduces, that names what the statement is about. Returns the report's note
-    on where the line goes (what introduces that list, and the item)."""
+    """`target.after` names an entry of a list of files or names: a one-line item that opens with the file or
+    name it is about, which the statement names too (or a code name that file defines); in a list a heading or
+    a files label introduces, under headings, and before text, that say nothing of status or scope. What a
+    list means beyond that is not the program's to read, so it places nothing there. Returns the report's
+    note on where the line goes."""
     index = int(item.after.rsplit(":", 1)[1]) - 1
     place = after_item(topic, index)
     if isinstance(place, str):
@@ -476,42 +478,56 @@ def _anchor(item: ProposalItem, topic: TopicFile, tree: GitTree) -> str:
     if item.section and heading_key(under) != heading_key(item.section):
         raise Refused(f"target.after {item.after} is under § {under!r}, not § {item.section!r}: give one of them")
     context = list_context(topic, index)
-    negative = next((c for c in context if _reads_negative(c)), None)
-    if negative is not None:
-        raise Refused(
-            f"target.after {item.after} is in a list under {negative!r}: the line would read as one of those; "
-            "place it after another item, or give only the section"
-        )
+    problem = _list_problem(context)
+    if problem:
+        raise Refused(f"target.after {item.after}: {problem}; give only the section")
     anchor = topic.lines[index].strip()
-    if not _shares_subject(anchor, item.statement, tree):
+    entry = ENTRY.match(anchor)
+    if entry is None or not _entry_about(entry.group(1), item.statement, tree):
         raise Refused(
-            f"target.after {item.after} ({anchor[:120]!r}) names nothing the statement names: a line goes after "
-            "the entry of what it is about (the file or name it gives); else give only the section"
+            f"target.after {item.after} ({anchor[:120]!r}) is not the entry of a file or name the statement "
+            "names: a line goes after an item that opens with what it is about (`- `x.go` - ...`)"
         )
-    shown = " › ".join(reversed(context))
-    return f"It goes right after the list item {item.after} ({anchor[:160]!r}), under {shown}."
+    shown = " › ".join(reversed([*context.headings[:3]]))
+    label = f", in the list {context.label!r}" if context.label else ""
+    return f"It goes right after the list item {item.after} ({anchor[:160]!r}), under {shown}{label}."
 
 
-# The opening words of a heading or a list's label that make its items things not to do, gone or wrong.
-_STATUS = re.compile(
-    r"(?i)\b(?:deprecated|removed|old|legacy|obsolete|superseded|historical|history|formerly|previous|pitfalls?|"
-    r"anti-?patterns?|mistakes?|failures?|wrong|broken|bugs?|issues|unsupported|don'?t|never|avoid|except\w*)\b"
+ENTRY = re.compile(r"^[-*+]\s+`([^`\s][^`]*)`")  # "- `config.go` - ...": an entry about one file or name
+# A label that introduces a list of files ("**Key files:**", "Files", "Source files (`cmd/`):").
+FILES_LABEL = re.compile(r"(?i)^[\W_]*(?:key\s+|source\s+|main\s+)?files\b[^.!?]*$")
+# Words of status, time or scope in a heading or label: its list may be of things gone, wrong, planned or old.
+STATUS_WORDS = re.compile(
+    r"(?i)(?<![a-z])(?:deprecat\w*|remov\w*|delet\w*|drop\w*|reject\w*|revert\w*|replac\w*|supersed\w*|"
+    r"obsolete|legacy|old\w*|former\w*|previous\w*|histor\w*|before|until|since|planned|plans?|todo|proposed|"
+    r"unverified|incorrect|wrong|broken|bugs?|issues?|pitfalls?|mistakes?|fail\w*|anti-?patterns?|unsupported|"
+    r"experiment\w*|workarounds?|considered|tried|alternatives?|only|except\w*|v\d[\w.]*|pre-\w+)(?![a-z])"
 )
 
 
-def _reads_negative(label: str) -> bool:
-    """A heading or label whose first words (asides in parentheses left out) deny or retire what it lists."""
-    opening = " ".join(re.sub(r"\([^)]*\)", " ", label).replace("*", " ").split()[:5])
-    return bool(NEGATION.search(opening) or _STATUS.search(opening))
+REFERS_BACK = re.compile(r"(?i)\babove\b|^\W*(?:these|those|all of them|both|each of them)\b")
 
 
-def _shares_subject(anchor: str, statement: str, tree: GitTree) -> bool:
-    """The list item names a name the statement names (a file by its path's end), or a file that defines a
-    code name the statement gives."""
-    theirs, ours = identifiers(anchor), identifiers(statement)
-    if any(_same_name(a, b) for a in theirs for b in ours):
+def _list_problem(context: ListContext) -> str:
+    """Why a list's context may give a new line another meaning than its own, or ""."""
+    if context.label and not FILES_LABEL.match(context.label):
+        return f"its list is introduced by {context.label[:120]!r}, not a heading or a files label"
+    for text in (context.label, *context.headings):
+        plain = text.replace("_", " ").replace("*", " ")
+        if NEGATION.search(plain) or STATUS_WORDS.search(plain):
+            return f"{text[:120]!r} says something of status, time or scope the new line would read as its own"
+    if REFERS_BACK.search(context.after):
+        return f"the text after its list ({context.after[:120]!r}) says something of the items above it"
+    return ""
+
+
+def _entry_about(name: str, statement: str, tree: GitTree) -> bool:
+    """The statement names `name` (a file by its path's end), or `name` is a file defining a code name the
+    statement gives."""
+    ours = identifiers(statement)
+    if any(_same_name(name, b) for b in ours):
         return True
-    files = [f for a in theirs if names_a_file(a) for f in tree.under(a)]
+    files = tree.under(name) if names_a_file(name) else []
     return bool(files) and any(name_kind(b) == "code" and tree.defined(b, files) for b in ours)
 
 
