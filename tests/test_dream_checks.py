@@ -749,7 +749,7 @@ def test_the_pack_says_which_names_of_a_sessions_work_todays_tree_has(root: Path
     # of the files its edits changed: the tree holds what the gitcli.py edit wrote, not the cli.py one's text
     assert "; keeps what its edits wrote in `src/app/gitcli.py`; not what they wrote in `src/app/cli.py`" in line
     assert "lacks (renamed, removed or never merged; a comment or a string does not count)" in pack.text
-    assert "(never merged, reverted or rewritten since)" in pack.text
+    assert "(none: never merged, reverted or rewritten since)" in pack.text
 
 
 def test_a_plan_claude_code_started_reads_as_the_plan_the_person_approved(

@@ -171,6 +171,10 @@ def test_the_pack_says_which_work_of_a_session_is_in_todays_tree(tmp_path: Path,
     # the known-limitations entry that session wrote was never merged; the redaction fix was
     assert tree_line("03a1382e").endswith("not what they wrote in `docs/KNOWN_LIMITATIONS.md`")
     assert "keeps what its edits wrote in `redact/redact.go`" in tree_line("07d86da7")
+    # the aliases put back by hand are kept, though a later edit of config.go in that session is not; the
+    # lint workflow's move to mise never landed, though the workflow still runs `mise run lint` elsewhere
+    assert "keeps what its edits wrote in `cmd/entire/cli/config.go`" in tree_line("75c838dd")
+    assert tree_line("e4d2c72e").endswith("not what they wrote in `mise.toml`, `.github/workflows/lint.yml`")
 
 
 def test_a_pack_over_its_budget_leaves_the_newer_sessions_for_the_next_dream(root: Path) -> None:

@@ -75,8 +75,8 @@ TREE_NAMES = 8  # names of a session's work checked against today's tree
 TREE_NOTE = (
     " A session ends with what today's project tree has of its work: the names of the agent's replies and "
     "commits it has (a name, not the change) and lacks (renamed, removed or never merged; a comment or a "
-    "string does not count), and the files whose edits of this session it keeps (most of the text the last "
-    "edit wrote is there) or not (never merged, reverted or rewritten since)."
+    "string does not count), and the files whose edits of this session it keeps (more than half of the lines "
+    "one of them added are there) or not (none: never merged, reverted or rewritten since)."
 )
 TREE_LINE = "- today's project tree, for the agent's names above and the session's edits: "
 TASK_NAME = re.compile(r"^[a-z][\w-]*:[a-z][\w:-]*$")  # `test:ci`, `fmt:check`
