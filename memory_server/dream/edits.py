@@ -1,7 +1,6 @@
 """Turn verified proposal items into line edits of topic files (and new topics with their MEMORY.md pointers).
 
-- fact / decision: a list item (the statement) right after the list item `target.after` names, as one more
-  item of that list (its indent and bullet); else at the end of the target section's own text (before its
+- fact / decision: a list item (the statement) at the end of the target section's own text (before its
   first sub-heading; after its prose, before the first line that introduces a list, such as "**Do NOT:**"
   or "**Key files:**", or the sub-headings: the line must not read as one of what it introduces). With no
   section given or matched: a `## Updates` section at the end of the topic (created once), or the end of a
@@ -42,7 +41,6 @@ class FileChange:
     new_text: list[str] = field(default_factory=list)  # the whole text of a new file, as lines
 
 
-TOP_BULLET = re.compile(r"^[-*+][ \t]+")
 UPDATES = "Updates"  # the section an item goes to when no section is given and none matches it well enough
 
 
@@ -119,71 +117,6 @@ def insertion_point(topic: TopicFile, heading: str) -> tuple[int, bool, bool]:
     in_list = bool(LIST_ITEM.match(topic.lines[j])) if 0 <= j < len(topic.lines) else False
     text_after = k + 1 < len(topic.lines) and bool(topic.lines[k + 1].strip())
     return k + 1, in_list, text_after
-
-
-def after_item(topic: TopicFile, index: int) -> tuple[int, str] | str:
-    """Where a line goes after the list item at `index`, with its bullet ("- "); or why it cannot go there.
-    Only a one-line item of a list at the left margin, outside code and HTML comments: after an item that
-    goes on (a continuation line or paragraph, nested items) the new line would take over what follows, and
-    a nested item's meaning depends on its parent."""
-    if not topic.body_start <= index < len(topic.lines):
-        return f"line {index + 1} is not a line of the topic's text"
-    in_fence, in_comment = False, False
-    for line in topic.lines[topic.body_start : index]:
-        in_fence = in_fence != bool(FENCE.match(line))
-        in_comment = _comment_open(line, in_comment)
-    item = TOP_BULLET.match(topic.lines[index])
-    if in_fence or in_comment or item is None:
-        return f"line {index + 1} is not a bulleted list item at the left margin (`- ...`): give a section instead"
-    rest = [ln for ln in topic.lines[index + 1 :]]
-    nxt = next((k for k, ln in enumerate(rest) if ln.strip()), None)
-    goes_on = bool(rest) and bool(rest[0].strip()) and not TOP_BULLET.match(rest[0]) and not rest[0].startswith("#")
-    if goes_on or (nxt is not None and nxt > 0 and rest[nxt][:1] in (" ", "\t")):
-        return f"the item at line {index + 1} goes on below it: place the line after another item, or give a section"
-    return index + 1, item.group(0)
-
-
-def _comment_open(line: str, open_: bool) -> bool:
-    """Whether an HTML comment is still open after `line`."""
-    for part in re.findall(r"<!--|-->", line):
-        open_ = part == "<!--"
-    return open_
-
-
-@dataclass
-class ListContext:
-    """What gives a list its meaning: the paragraph that introduces it ("**Key files:**"; "" when a heading
-    does), the headings above it (nearest first), and the first text after it ("The fields above are gone.")."""
-
-    label: str
-    headings: list[str]
-    after: str
-
-
-def list_context(topic: TopicFile, index: int) -> ListContext:
-    """The context of the list the item at `index` is in. A code block between the introducing text and the
-    list makes the label "```" (it introduces no list a reader would name)."""
-    j = index - 1
-    while j >= topic.body_start and (
-        not topic.lines[j].strip() or TOP_BULLET.match(topic.lines[j]) or topic.lines[j][:1] in (" ", "\t")
-    ):
-        j -= 1  # up over the list's items and the blank lines between them
-    label: list[str] = []
-    while j >= topic.body_start and topic.lines[j].strip() and not topic.lines[j].startswith("#"):
-        label.insert(0, topic.lines[j].strip())  # the whole paragraph above the list
-        j -= 1
-    k = index + 1
-    while k < len(topic.lines) and (
-        not topic.lines[k].strip() or TOP_BULLET.match(topic.lines[k]) or topic.lines[k][:1] in (" ", "\t")
-    ):
-        k += 1  # down over the rest of the list
-    after = topic.lines[k].strip() if k < len(topic.lines) and not topic.lines[k].startswith("#") else ""
-    chain, level = [], 7
-    for i, lvl, text in reversed(headings(topic)):
-        if i < index and lvl < level:
-            chain.append(text)
-            level = lvl
-    return ListContext(" ".join(label), chain, after)
 
 
 def section_for(topic: TopicFile, heading: str) -> str:
@@ -277,13 +210,6 @@ def build_changes(
                 change(item.topic).edits.append(Edit(n, 1, [replace_span(topic.lines[n], item.old, item.new)], keys))
         elif topic is None:
             new_files.setdefault(item.topic, []).append(item)
-        elif item.after:
-            place = after_item(topic, int(item.after.rsplit(":", 1)[1]) - 1)
-            if isinstance(place, tuple):  # else refused by the verifier before
-                at, bullet = place
-                change(item.topic).edits.append(
-                    _insert(topic, at, [bullet + as_data(item.statement) + topic.eol], keys)
-                )
         elif item.kind == "lesson":
             lines = lesson_lines(item, lesson_sessions.get(item.fingerprint, []), topic.eol)
             change(item.topic).edits.append(_insert(topic, len(topic.lines), lines, keys))

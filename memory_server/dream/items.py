@@ -7,7 +7,6 @@ An items file is JSON, either a list of items or `{"items": [...]}`. Each item:
       "statement": "one line, worded as the topic should say it",
       "stance": "adopted" | "rejected" | "hypothetical" | "reverted",
       "target": {"topic": "topics/development.md", "section": "Linting"},   # section optional
-      "target": {"topic": "topics/development.md", "after": "topics/development.md:12"},  # after a list item
       "replaces": {"lines": ["topics/development.md:42"], "old": "entire/sessions", "new": "entire/checkpoints/v1"},
       "evidence": [{"ref": "transcript:<id>:LINE", "quote": "verbatim words at that line", "role": "support"}]
     }
@@ -18,8 +17,7 @@ An items file is JSON, either a list of items or `{"items": [...]}`. Each item:
   (something asked that no topic answers: reported, never written into a topic).
 - stance: what the evidence says of the statement. Only adopted and rejected items become hunks (a
   rejected item's statement says what was decided against); hypothetical and reverted ones are listed.
-- target: the topic file and, optionally, the section (a heading's text) the line goes to, or the list
-  item (`after`: `topics/x.md:LINE`) it goes right after, as one more item of that list. A topic that
+- target: the topic file and, optionally, the section (a heading's text) the line goes to. A topic that
   does not exist yet is created (give "title" and "description"). Lessons go to topics/lessons.md.
 - replaces: topic lines (`topics/x.md:LINE`) on which the `old` term becomes the `new` one.
 - evidence: references of the forms the pack prints (`transcript:<id>:LINE` for any line of a transcript
@@ -66,7 +64,6 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "topic": {"type": "string", "pattern": r"^topics/.+\.md$"},
                         "section": {"type": "string"},
-                        "after": {"type": "string", "pattern": r"^topics/.+\.md:[1-9][0-9]*$"},
                         "title": {"type": "string"},
                         "description": {"type": "string"},
                     },
@@ -124,7 +121,6 @@ class ProposalItem:
     stance: str
     topic: str
     section: str = ""
-    after: str = ""  # `topics/x.md:LINE`: the list item the line goes right after
     title: str = ""
     description: str = ""
     replace_lines: list[str] = field(default_factory=list)
@@ -146,7 +142,6 @@ class ProposalItem:
             for k, v in (
                 ("topic", self.topic),
                 ("section", self.section),
-                ("after", self.after),
                 ("title", self.title),
                 ("description", self.description),
             )
@@ -211,7 +206,6 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
         description=_text(target, "description", where),
         raw=dict(raw),
     )
-    item.after = _after(item, _text(target, "after", where), where)
     replaces = raw.get("replaces")
     if replaces:
         if not isinstance(replaces, dict) or not isinstance(replaces.get("lines"), list) or not replaces["lines"]:
@@ -239,17 +233,6 @@ def parse_item(n: int, raw: Any) -> ProposalItem:
             raise ValueError(f"{where}: evidence at {ref} needs a quote and a role among {', '.join(ROLES)}")
         item.evidence.append(Quote(ref, quote, role))
     return item
-
-
-def _after(item: ProposalItem, after: str, where: str) -> str:
-    """`target.after`: a line of the target topic, for a fact or decision (a new line of that topic)."""
-    if not after:
-        return ""
-    if not REF.match(after) or not after.startswith(item.topic + ":"):
-        raise ValueError(f"{where}: target.after must be a line of the target topic, as {item.topic}:LINE")
-    if item.kind not in ("fact", "decision"):
-        raise ValueError(f"{where}: target.after places a fact or a decision, not a {item.kind}")
-    return after
 
 
 def load_items(path: str | Path) -> tuple[list[ProposalItem], list[str]]:

@@ -149,7 +149,7 @@ def _place(batch: Batch, promoted: list[Verified], placer: Placer | None) -> dic
     sections: dict[str, str] = {}
     for v in promoted:
         topic = batch.topics.get(v.item.topic)
-        if placer is None or topic is None or v.item.section or v.item.after or v.item.kind not in ("fact", "decision"):
+        if placer is None or topic is None or v.item.section or v.item.kind not in ("fact", "decision"):
             continue
         where = sections[v.item.fingerprint] = placer(v.item, topic)
         v.notes.append(

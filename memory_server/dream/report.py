@@ -161,8 +161,7 @@ def _where_in_topic(item: ProposalItem) -> str:
     """A correction is where the lines it replaces are (often in several sections); a new line, its section."""
     if item.replace_lines:
         return " (the lines it replaces, below)"
-    after = f", right after `{shown(item.after, 120)}` (one more item of its list)" if item.after else ""
-    return (f" § {shown(item.section, 80)}" if item.section else "") + after
+    return f" § {shown(item.section, 80)}" if item.section else ""
 
 
 def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[str]:

@@ -125,11 +125,6 @@ def headings(topic: TopicFile) -> list[tuple[int, int, str]]:
     return out
 
 
-def heading_of(topic: TopicFile, index: int) -> str:
-    """The text of the heading a line (by index) sits under, or "" above the first one."""
-    return next((text for i, _level, text in reversed(headings(topic)) if i < index), "")
-
-
 def heading_key(text: str) -> str:
     """A heading as compared when an item names it: no backticks or emphasis, case and spacing aside."""
     return " ".join(re.sub(r"[`*_]", "", text).casefold().split())

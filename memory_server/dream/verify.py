@@ -47,7 +47,6 @@ from memory_server.dream.claims import (
     subject_terms,
 )
 from memory_server.dream.corrections import correction_problem
-from memory_server.dream.edits import ListContext, after_item, list_context
 from memory_server.dream.grounding import declines, has_name, polarity_problem, temporary_problem, ungrounded
 from memory_server.dream.identifiers import BACKTICKED, identifiers
 from memory_server.dream.items import ProposalItem
@@ -68,7 +67,7 @@ from memory_server.dream.record import (
 from memory_server.dream.rejections import Rejection, matching_rejection, near_rejection
 from memory_server.dream.reversals import Later, later_mentions
 from memory_server.dream.stance import classify, considered_part, kept_part, no_keeps_it, stance_problem
-from memory_server.dream.topics import TopicFile, heading_key, heading_of, headings
+from memory_server.dream.topics import TopicFile, heading_key, headings
 from memory_server.errors import Refused, Unlocated
 from memory_server.parse.text import UNSAFE_CHAR, invisible
 from memory_server.settings import DreamSettings
@@ -444,12 +443,10 @@ def _names(item: ProposalItem, ctx: Context) -> list[str]:
     return []
 
 
-def _target(item: ProposalItem, ctx: Context) -> str:
+def _target(item: ProposalItem, ctx: Context) -> None:
     topic = ctx.topics.get(item.topic)
-    if topic is None and item.after:
-        raise Refused(f"{item.topic} does not exist yet: target.after names a line of a topic that exists")
     if topic is None:
-        return ""
+        return
     if norm(item.statement) in norm(topic.text):
         raise Refused(f"{item.topic} already says it")
     if item.section:
@@ -459,81 +456,6 @@ def _target(item: ProposalItem, ctx: Context) -> str:
                 f"{item.topic} has no section {item.section!r}; its sections: {'; '.join(heads[:30])} "
                 "(or leave the section out and the program places it)"
             )
-    if item.after:
-        return _anchor(item, topic, ctx.tree)
-    return ""
-
-
-def _anchor(item: ProposalItem, topic: TopicFile, tree: GitTree) -> str:
-    """`target.after` names an entry of a list of files or names: a one-line item that opens with the file or
-    name it is about, which the statement names too (or a code name that file defines); in a list a heading or
-    a files label introduces, under headings, and before text, that say nothing of status or scope. What a
-    list means beyond that is not the program's to read, so it places nothing there. Returns the report's
-    note on where the line goes."""
-    index = int(item.after.rsplit(":", 1)[1]) - 1
-    place = after_item(topic, index)
-    if isinstance(place, str):
-        raise Refused(f"target.after {item.after}: {place}")
-    under = heading_of(topic, index)
-    if item.section and heading_key(under) != heading_key(item.section):
-        raise Refused(f"target.after {item.after} is under § {under!r}, not § {item.section!r}: give one of them")
-    context = list_context(topic, index)
-    problem = _list_problem(context)
-    if problem:
-        raise Refused(f"target.after {item.after}: {problem}; give only the section")
-    anchor = topic.lines[index].strip()
-    entry = ENTRY.match(anchor)
-    if entry is None or not _entry_about(entry.group(1), item.statement, tree):
-        raise Refused(
-            f"target.after {item.after} ({anchor[:120]!r}) is not the entry of a file or name the statement "
-            "names: a line goes after an item that opens with what it is about (`- `x.go` - ...`)"
-        )
-    shown = " › ".join(reversed([*context.headings[:3]]))
-    label = f", in the list {context.label!r}" if context.label else ""
-    return f"It goes right after the list item {item.after} ({anchor[:160]!r}), under {shown}{label}."
-
-
-ENTRY = re.compile(r"^[-*+]\s+`([^`\s][^`]*)`")  # "- `config.go` - ...": an entry about one file or name
-# A label that introduces a list of files ("**Key files:**", "Files", "Source files (`cmd/`):").
-FILES_LABEL = re.compile(r"(?i)^[\W_]*(?:key\s+|source\s+|main\s+)?files\b[^.!?]*$")
-# Words of status, time or scope in a heading or label: its list may be of things gone, wrong, planned or old.
-STATUS_WORDS = re.compile(
-    r"(?i)(?<![a-z])(?:deprecat\w*|remov\w*|delet\w*|drop\w*|reject\w*|revert\w*|replac\w*|supersed\w*|"
-    r"obsolete|legacy|old\w*|former\w*|previous\w*|histor\w*|before|until|since|planned|plans?|todo|proposed|"
-    r"unverified|incorrect|wrong|broken|bugs?|issues?|pitfalls?|mistakes?|fail\w*|anti-?patterns?|unsupported|"
-    r"experiment\w*|workarounds?|considered|tried|alternatives?|only|except\w*|v\d[\w.]*|pre-\w+)(?![a-z])"
-)
-
-
-REFERS_BACK = re.compile(r"(?i)\babove\b|^\W*(?:these|those|all of them|both|each of them)\b")
-
-
-def _list_problem(context: ListContext) -> str:
-    """Why a list's context may give a new line another meaning than its own, or ""."""
-    if context.label and not FILES_LABEL.match(context.label):
-        return f"its list is introduced by {context.label[:120]!r}, not a heading or a files label"
-    for text in (context.label, *context.headings):
-        plain = text.replace("_", " ").replace("*", " ")
-        if NEGATION.search(plain) or STATUS_WORDS.search(plain):
-            return f"{text[:120]!r} says something of status, time or scope the new line would read as its own"
-    if REFERS_BACK.search(context.after):
-        return f"the text after its list ({context.after[:120]!r}) says something of the items above it"
-    return ""
-
-
-def _entry_about(name: str, statement: str, tree: GitTree) -> bool:
-    """The statement names `name` (a file by its path's end), or `name` is a file defining a code name the
-    statement gives."""
-    ours = identifiers(statement)
-    if any(_same_name(name, b) for b in ours):
-        return True
-    files = tree.under(name) if names_a_file(name) else []
-    return bool(files) and any(name_kind(b) == "code" and tree.defined(b, files) for b in ours)
-
-
-def _same_name(a: str, b: str) -> bool:
-    a, b = a.casefold().strip("/"), b.casefold().strip("/")
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
@@ -545,21 +467,13 @@ def _with_gone_files(case: LessonCase, tree: GitTree) -> LessonCase:
     return dataclasses.replace(case, gone=gone) if gone else case
 
 
-def _section(item: ProposalItem, ctx: Context) -> str:
-    """The section a new line goes to: the one it names, else the one of the list item it goes after."""
-    topic = ctx.topics.get(item.topic)
-    if item.section or not item.after or topic is None:
-        return item.section
-    return heading_of(topic, int(item.after.rsplit(":", 1)[1]) - 1)
-
-
-def _placement(item: ProposalItem, section: str, tree: GitTree) -> list[str]:
+def _placement(item: ProposalItem, tree: GitTree) -> list[str]:
     """Where the target section's heading names a file or folder ("Session Package (`cmd/app/session/`)"),
     each name of the statement's code the project has only elsewhere: the line would send a reader to the
     wrong place. A warning, not a refusal: the statement may be true, its section is the agent's choice."""
-    if not section or not tree.available:
+    if not item.section or not tree.available:
         return []
-    places = [p for p in BACKTICKED.findall(section) if names_a_file(p)]
+    places = [p for p in BACKTICKED.findall(item.section) if names_a_file(p)]
     files = {f for p in places for f in tree.under(p)}
     if not files:
         return []
@@ -573,7 +487,7 @@ def _placement(item: ProposalItem, section: str, tree: GitTree) -> list[str]:
     if not elsewhere:
         return []
     return [
-        f"the section {section!r} is about `{places[0]}`, but the project has {', '.join(elsewhere)} only "
+        f"the section {item.section!r} is about `{places[0]}`, but the project has {', '.join(elsewhere)} only "
         "elsewhere: a reader would look in the wrong place; is another section right?"
     ]
 
@@ -669,9 +583,8 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
             raise Refused(problem)
     _names(item, ctx)
     done.later = _later(item, support, ctx, done.lessons)
-    where = _target(item, ctx)
-    done.notes += [where] if where else []
-    done.warnings += _placement(item, _section(item, ctx), ctx.tree)
+    _target(item, ctx)
+    done.warnings += _placement(item, ctx.tree)
     rejection = matching_rejection(item, ctx.rejected)
     if rejection is not None:
         raise Refused(
