@@ -15,7 +15,6 @@ import re
 from memory_server.dream.names import GitTree
 from memory_server.dream.record import AGENT, REMOVED_ONLY, SessionRecord
 
-EDIT_LABEL = re.compile(r"^(?:Edit|MultiEdit|Write|NotebookEdit)\s+(`+)\s*(.+?)\s*\1$", re.DOTALL)
 LANDED_FILES = 6  # files of one session looked at
 MAX_FILE_BYTES = 2_000_000
 
@@ -27,9 +26,8 @@ def session_edits(record: SessionRecord) -> dict[str, list[list[str]]]:
     for turn in record.turns:
         if turn.speaker != AGENT or turn.kind not in ("edit", "write") or turn.text == REMOVED_ONLY:
             continue
-        m = EDIT_LABEL.match(turn.tool[:1000])  # a tool label: a short name and a path
-        if m and not m.group(2).startswith(("/", "~")):
-            out.setdefault(m.group(2), []).append(_distinctive(turn.text, turn.removed))
+        if turn.path and not turn.path.startswith(("/", "~")):
+            out.setdefault(turn.path, []).append(_distinctive(turn.text, turn.removed))
     return out
 
 

@@ -143,10 +143,11 @@ def _case(session: SessionRecord, quotes: list[Located]) -> LessonCase | str:
 
 def _reverted(case: LessonCase, fix: Located, sessions: list[SessionRecord]) -> str | None:
     """A later turn that reverts the fix's file ("revert the change to setup.go")."""
-    label = PATH_IN_LABEL.search(fix.turn.tool)
-    if label is None:
+    label = PATH_IN_LABEL.search(fix.turn.tool)  # a command's fix: the command as its label quotes it
+    subject = fix.turn.path or (label.group(1) if label else "")
+    if not subject:
         return None
-    name = label.group(1).rsplit("/", 1)[-1]
+    name = subject.rsplit("/", 1)[-1]
     seen = False
     for s in sessions:
         for t in s.turns:

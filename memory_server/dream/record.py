@@ -47,7 +47,15 @@ from memory_server.files.root import MemoryRoot
 from memory_server.parse.frontmatter import read_front_matter, split_front_matter
 from memory_server.parse.markdown import iso_date
 from memory_server.sessions.event_types import Failure
-from memory_server.sessions.events import SHELL_TOOLS, clarify_notes, clarifying, failed, session_events, tool_label
+from memory_server.sessions.events import (
+    SHELL_TOOLS,
+    clarify_notes,
+    clarifying,
+    failed,
+    session_events,
+    tool_label,
+    tool_path,
+)
 from memory_server.sessions.failures import commit_messages, normalise_error
 from memory_server.sessions.reader import (
     Message,
@@ -132,6 +140,7 @@ class Turn:
     closing: bool = False  # the agent's last text before the person spoke again, or the session ended
     tool: str = ""  # the tool of a call, command, edit or output ("Bash `go test ./...`")
     removed: str = ""  # for an edit: the text it replaced
+    path: str = ""  # for an edit or a write: the file, relative to the session's working folder when inside it
 
     @property
     def who(self) -> str:
@@ -288,9 +297,10 @@ class _TranscriptTurns:
             news = [str(e["new_string"]) for e in edits if isinstance(e, dict) and isinstance(e.get("new_string"), str)]
             olds = [str(e["old_string"]) for e in edits if isinstance(e, dict) and isinstance(e.get("old_string"), str)]
             text = "\n".join(news).strip() or REMOVED_ONLY  # an edit that only deletes is an edit too
-            self.turn(line, m, AGENT, "edit", text, tool=label, removed=_clean("\n".join(olds)))
+            removed = _clean("\n".join(olds))
+            self.turn(line, m, AGENT, "edit", text, tool=label, removed=removed, path=tool_path(use, self.t.cwd))
         elif tool in WRITE_TOOLS and isinstance(use.input.get("content"), str):
-            self.turn(line, m, AGENT, "write", use.input["content"], tool=label)
+            self.turn(line, m, AGENT, "write", use.input["content"], tool=label, path=tool_path(use, self.t.cwd))
         elif use.name == "ExitPlanMode" and isinstance(use.input.get("plan"), str):
             self.last_agent = self.turn(line, m, AGENT, "reply", use.input["plan"], tool=label) or self.last_agent
         elif use.input and use.name != "AskUserQuestion":

@@ -140,8 +140,14 @@ def tool_label(use: ToolUse, cwd: str | None, width: int = 60) -> str:
     command = use.input.get("command")
     if use.name.lower() in SHELL_TOOLS and isinstance(command, str):
         return f"{use.name} {code_span(one_line(clean(command), width))}"
+    path = tool_path(use, cwd)
+    return f"{use.name} {code_span(path)}" if path else use.name
+
+
+def tool_path(use: ToolUse, cwd: str | None) -> str:
+    """The file a tool call names, relative to the session's working folder when inside it ("" for none)."""
     path = _path_of(use)
-    return f"{use.name} {code_span(relative_path(clean(path), cwd))}" if path else use.name
+    return relative_path(clean(path), cwd) if path else ""
 
 
 def _path_of(use: ToolUse) -> str | None:
