@@ -981,13 +981,16 @@ def test_held_back_items_wait_in_the_state_and_the_next_gather_lists_them_first(
     status = dream_status(root, clock=lambda: NOW)
     assert status["unprocessed_sessions"] == 0 and status["waiting_items"] == 2
     report = (root / "dreams" / str(first.id) / "REPORT.md").read_text()
-    assert "2 verified items wait in the dream state" in report
+    assert "2 verified items wait in the dream state with their evidence" in report
     pack = gather(root, clock=lambda: NOW)  # every session is read: only the waiting items are packed
     assert pack.pack is not None and "2 verified item(s) waiting" in pack.message
     text = pack.pack.text
     assert text.index("## Verified items waiting from an earlier pass") < text.index("## Topics and their sections")
     # the agent resubmits them as listed (the lesson and the second correction); they are verified again
     waiting = [rec["item"] for rec in json.loads((root / ".memory" / "dream-state.json").read_text())["held"].values()]
+    held_section = report[report.index("## Verified, waiting") :]
+    for item in waiting:  # the reviewer sees each waiting item whole, with where its evidence is
+        assert item["statement"][-40:] in held_section and item["evidence"][0]["ref"] in held_section
     assert {i["statement"] for i in waiting} == set(first.held_back)
     assert json.dumps(waiting[0], ensure_ascii=False, indent=1) in text
     second = propose(root, write_items(root, waiting), clock=lambda: NOW + 60)

@@ -200,13 +200,16 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
 def _listed(r: ReportInput) -> list[str]:
     out: list[str] = []
     if r.held_back or r.waiting_total:
+        one = r.waiting_total == 1
         waits = (
-            f"{_plural(r.waiting_total, 'verified item')} wait in the dream state with their evidence; the "
-            "next `memory-server dream gather` lists them first and `dream status` counts them."
+            f"{_plural(r.waiting_total, 'verified item')} {'waits' if one else 'wait'} in the dream state with "
+            f"{'its' if one else 'their'} evidence; the next `memory-server dream gather` lists "
+            f"{'it' if one else 'them'} first and `dream status` counts {'it' if one else 'them'}."
         )
         out += ["## Verified, waiting for the next proposal", "", waits + " Held back by this pass:", ""]
         out += [
-            f"- {v.item.kind}: {shown(v.item.statement, 200)} (`{shown(v.item.topic, 80)}`): {why}"
+            f"- {v.item.kind}: {shown(v.item.statement, 1000)} (`{shown(v.item.topic, 80)}`; "
+            f"{', '.join('`' + shown(q.ref, 120) + '`' for q in v.item.evidence[:4])}): {why}"
             for v, why in r.held_back
         ] + [""]
     if r.listed:
