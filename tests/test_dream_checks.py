@@ -690,6 +690,28 @@ def test_a_plan_claude_code_started_reads_as_the_plan_the_person_approved(
     assert "exiting plan mode" not in pack.text and "ab12.jsonl" not in pack.text  # where the plan was written
 
 
+def test_the_pack_names_topic_lines_a_persons_words_say_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The person says the cache table moved; the agent's prose draws a flow with an arrow; both names are on
+    # topic lines. Only the person's stated change is listed, with the sentence and where it is.
+    s = Script("77777777-7777-4777-8777-777777777777", DAY + dt.timedelta(days=5))
+    s.user("We migrated the cache from `cache_v1` to `cache_v2` last week, so fix the docs that still say cache_v1.")
+    s.assistant("The flow is `load_settings` → `save_cache`; `cache_v1` is named in two docs.")
+    topic = TOOLING + "\n## Storage\n\n- The cache lives in `cache_v1`.\n- Settings load through `load_settings`.\n"
+    project = project_root(tmp_path, [s], {"topics/tooling.md": topic, **PROJECT})
+    monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(tmp_path / "transcripts"))
+    assert len(compress_all(tmp_path / "transcripts", MemoryRoot(project))) == 1
+    pack = gather(project, clock=lambda: NOW).pack
+    assert pack is not None
+    section = pack.text.split("## Topic lines that share identifiers with these sessions", 1)[1]
+    listed = section.split("\n\n- `topics/", 1)[0]
+    assert "a correction may be due" in listed, section[:600]
+    assert f"- `cache_v1` (1 of the lines below): `transcript:{s.session_id}:" in listed
+    assert "> We migrated the cache from `cache_v1` to `cache_v2` last week" in listed
+    assert "load_settings" not in listed  # an arrow in the agent's prose is a flow, not a change
+
+
 def test_a_closing_reply_keeps_its_last_sentence(root: Path) -> None:
     (root / "memory.yaml").write_text("dream:\n  pack_session_tokens: 2500\n", encoding="utf-8")
     pack = gather(root, clock=lambda: NOW).pack

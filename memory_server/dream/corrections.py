@@ -55,6 +55,30 @@ def change_stated(text: str, old: str, new: str) -> bool:
     return False
 
 
+CHANGE_VERB = re.compile(r"\b(?:renam|migrat|mov|switch|replac|chang|bump|upgrad|downgrad)\w*\b[^.!?]{0,40}$")
+ARROW = re.compile(r"^\W{0,3}(?:->|→|=>|⇒)")
+NEW_VALUE = re.compile(r"[\w./:-]*\w")
+
+
+def changed_from(text: str, old: str) -> str | None:
+    """The sentence of `text` that says `old` became something else ("from X to Y", "renamed X to Y", "X is
+    now Y", "X -> Y"), or None. A name merely put somewhere ("add X to the list") is no change."""
+    a = fold(old)
+    for sentence in SENTENCE_BREAK.split(text):
+        folded = fold(sentence)
+        for i in _positions(folded, a):
+            before, rest = folded[:i], folded[i + len(a) : i + len(a) + 60]
+            said = ARROW.match(rest) or re.search(r"\bfrom\W{0,3}$", before) or CHANGE_VERB.search(before)
+            said = said or re.match(r"^\W{0,3}(?:(?:was|were|has been|have been|got)\s+)?(?:renamed|migrated|moved|"
+                                    r"changed|switched|replaced|is now|are now)\b", rest)  # fmt: skip
+            if said and any(
+                m.start() > 0 and m.group() not in STOP_WORDS and FORWARD.match(rest[: m.start()])
+                for m in NEW_VALUE.finditer(rest)
+            ):
+                return sentence.strip()
+    return None
+
+
 TOKEN = re.compile(r"[\w./:-]*\w")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_server.dream.auto_memory import auto_memory_records, pack_section
+from memory_server.dream.corrections import changed_from
 from memory_server.dream.gate import DreamGate
 from memory_server.dream.identifiers import identifiers
 from memory_server.dream.landed import landed
@@ -72,6 +73,12 @@ LABELS = {
 }
 ASKED_LIMIT = 400
 TREE_NAMES = 8  # names of a session's work checked against today's tree
+CHANGED_NAMES = 5  # names of topic lines a session says changed, listed
+CHANGED_NOTE = (
+    "Names these lines use that the person's words or a commit message say became something else (the first "
+    "sentence that says so): a correction may be due. Read the record around it (a later turn may take it "
+    "back) and check today's tree."
+)
 TREE_NOTE = (
     " A session ends with what today's project tree has of its work: the names of the agent's replies and "
     "commits it has (a name, not the change) and lacks (renamed, removed or never merged; a comment or a "
@@ -332,6 +339,33 @@ def _topic_lines(topics: dict[str, TopicFile], names: dict[str, int], limit: int
     return sorted((t for _w, t in best), key=lambda t: (t.ref.rsplit(":", 1)[0], int(t.ref.rsplit(":", 1)[1])))
 
 
+def _changed_names(records: list[SessionRecord], lines: list[TopicLine]) -> list[str]:
+    """The names of the topic lines below that the person's words or a commit message say became something
+    else, each with the first sentence that says so: where a topic may now be stale."""
+    shared = list(dict.fromkeys(n for t in lines for n in t.shared))
+    # the person's words, then commit messages: the agent's prose draws flows with arrows and says "moved"
+    # of what it only planned
+    said = [t for r in records for t in r.turns if t.speaker == PERSON and t.kind not in ("file", "output")]
+    said += [t for r in records for t in r.turns if t.speaker == AGENT and t.kind == "commit"]
+    found: list[str] = []
+    for name in shared:
+        hit = next(((t, s) for t in said if name in t.text and (s := changed_from(t.text, name))), None)
+        if hit is None:
+            continue
+        turn, sentence = hit
+        count = sum(name in t.shared for t in lines)
+        found += [
+            f"- {code_span(as_data(name))} ({count} of the lines below): `{turn.ref}` {turn.date or 'undated'} · "
+            f"{turn.who}:",
+            *_quote(_cut(sentence, 300)),
+        ]
+        if sum(line.startswith("- ") for line in found) >= CHANGED_NAMES:
+            break
+    if not found:
+        return []
+    return [CHANGED_NOTE, "", *found, ""]
+
+
 def _outline(topics: dict[str, TopicFile]) -> list[str]:
     """The topics an item can target, each with its sections (heading text and line), one line a topic."""
     if not topics:
@@ -441,6 +475,7 @@ def build_pack(root: MemoryRoot, paths: list[str], settings: Settings, held: dic
     lines = _topic_lines(topics, names, ds.pack_topic_lines)
     if lines:
         out += ["## Topic lines that share identifiers with these sessions", ""]
+        out += _changed_names([b[0] for b in blocks], lines)
         for t in lines:
             out += [f"- `{as_data(t.ref)}` (shares {as_data(', '.join(t.shared[:4]))}):", *_quote(t.text)]
         out.append("")
