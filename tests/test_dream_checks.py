@@ -579,6 +579,24 @@ def test_the_report_shows_the_persons_earlier_words_on_the_subject(root: Path) -
     assert "Earlier, the person" not in ids_part  # nothing the person said before the quote names the ids
 
 
+def test_the_persons_earlier_short_message_is_shown_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The person's question and the line that names the subject are two lines of one short message: the
+    # reviewer sees both, not only the line that names it.
+    s = Script("88888888-8888-4888-8888-888888888888", DAY + dt.timedelta(days=5))
+    s.user("Why do we pin it?\n@/home/ann/notes-app/mise.toml ruff = 0.4.2")
+    s.assistant("It is pinned to 0.4.2 in mise.toml. Want me to unpin ruff?")
+    line = s.user("No, keep ruff pinned to 0.4.2.")
+    project = project_root(tmp_path, [s], {"topics/tooling.md": TOOLING, **PROJECT})
+    monkeypatch.setenv("MEMORY_TRANSCRIPTS_DIR", str(tmp_path / "transcripts"))
+    assert len(compress_all(tmp_path / "transcripts", MemoryRoot(project))) == 1
+    keep = item("Keep ruff pinned to 0.4.2", (f"transcript:{s.session_id}:{line}", "keep ruff pinned to 0.4.2"))
+    result = submit(project, [keep])
+    assert result.id and not result.refusals, result.refusals
+    report = (project / "dreams" / str(result.id) / "REPORT.md").read_text(encoding="utf-8")
+    earlier = report[report.index("- Earlier, the person on the subject") :].split("\n- ", 1)[0]
+    assert "> Why do we pin it? @/home/ann/notes-app/mise.toml ruff = 0.4.2" in earlier, earlier
+
+
 def test_the_persons_earlier_words_come_from_the_changes_own_sessions(root: Path) -> None:
     # the day before, the person said yes to adding the flag: another session, so not listed (shared common
     # words made other sessions' requests look related)

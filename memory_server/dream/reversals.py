@@ -51,6 +51,7 @@ UNDO = re.compile(
 )
 SPOKEN = {(PERSON, "request"), (PERSON, "answer"), (PERSON, "correction"), (AGENT, "reply"), (AGENT, "commit")}
 MAX_MENTIONS = 12
+WHOLE_MESSAGE = 300  # a person's message up to this long is shown whole
 MAX_EARLIER = 3
 
 
@@ -318,7 +319,10 @@ def _persons_words(turn: Turn, later: Later, need: int) -> Mention | None:
     asked = None if hits else _answered_part(turn, later.terms, need)
     if not hits and asked is None:
         return None
-    shown = hits[0] if hits else f"{turn.text.strip()} (answering: {asked})"
+    whole = " ".join(turn.text.split())
+    # a short message is one thought: its sentence on the subject alone can drop what it asks
+    # ("Why do we re-export these?" above a file reference)
+    shown = (whole if len(whole) <= WHOLE_MESSAGE else hits[0]) if hits else f"{turn.text.strip()} (answering: {asked})"
     weight = sum(mentions(shown, [t], 1) for t in later.terms)
     return Mention(turn.ref, turn.date, turn.who, shown[:300], False, weight)
 
