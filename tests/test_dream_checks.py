@@ -1053,6 +1053,26 @@ def test_the_report_shows_where_the_code_names_an_issue_the_change_names(root: P
     assert "git runs with a clean environment now." in report  # later work under the issue, for the reader
 
 
+def _ids_report(root: Path) -> str:
+    ids = correction("12 hex", "16 hex", 16, (ref("ids", "ids"), "16 hex characters"), statement="Ids are 16 hex")
+    result = submit(root, [ids])
+    assert result.id and not result.refusals, result.refusals
+    return (root / "dreams" / result.id / "REPORT.md").read_text(encoding="utf-8")
+
+
+def test_the_report_says_a_corrections_old_text_is_gone_from_todays_project(root: Path) -> None:
+    assert "Today's project, outside the memory, never says '12 hex'" in _ids_report(root)
+
+
+def test_the_report_says_where_todays_project_still_has_a_corrections_old_text(root: Path) -> None:
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "ids.md").write_text("# Ids\n\nRequest ids are 12 hex characters.\n", encoding="utf-8")
+    assert git(root, "add", "docs/ids.md").returncode == 0
+    report = _ids_report(root)
+    assert "Today's project, outside the memory, still says '12 hex' on 1 line(s), as at `docs/ids.md:3`" in report
+    assert "never says" not in report
+
+
 def test_later_mentions_show_lines_naming_the_subject_before_the_persons_lines_sharing_one_common_word() -> None:
     from memory_server.dream.reversals import MAX_MENTIONS, Later, Mention
 

@@ -554,6 +554,23 @@ def _issue_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
     return out
 
 
+def _old_text_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
+    """For a correction: whether today's project, outside the memory, still says the old text (the topic may
+    be the only place left to fix, or the project may still use the old name: the reviewer judges which)."""
+    old = item.old.strip()
+    if not item.replace_lines or not tree.available or len(old) < 3:
+        return []
+    count = tree.count_naming(old)
+    if not count:
+        return [f"Today's project, outside the memory, never says {old!r}"]
+    found = tree.lines_naming(old)
+    shown = "; ".join(f"`{path}:{n}` {line[:120]!r}" for path, n, line in found)
+    return [
+        f"Today's project, outside the memory, still says {old!r} on {count} line(s), as at {shown}: this change "
+        "corrects the topic only (are those lines history, or is the old text still in use?)"
+    ]
+
+
 def check(item: ProposalItem, ctx: Context) -> Verified:
     """The item as the record carries it, or Refused with the reason."""
     located = _located(item, ctx)
@@ -591,7 +608,7 @@ def check(item: ProposalItem, ctx: Context) -> Verified:
             f"a person rejected a change close to it (proposal {rejection.proposal}: {rejection.statement[:160]!r}); "
             "it is not proposed again"
         )
-    done.notes += _issue_mentions(item, ctx.tree)
+    done.notes += _issue_mentions(item, ctx.tree) + _old_text_mentions(item, ctx.tree)
     near = near_rejection(item, ctx.rejected)
     if near is not None:
         done.warnings.append(
