@@ -1213,3 +1213,21 @@ def test_a_new_updates_section_after_a_blank_last_line_adds_no_second_blank(root
     result = dream(root, [fact("Command output is plain text by default.", None, "topics/cli.md")])
     diff = (root / "dreams" / str(result.id) / "proposal.diff").read_text()
     assert " - Tag the commit.\n \n+## Updates\n+\n+- Command output is plain text" in diff, diff
+
+
+def test_a_waiting_items_references_are_listed_once_each() -> None:
+    from memory_server.dream.items import parse_item
+    from memory_server.dream.report import _refs
+
+    raw = {
+        "kind": "fact",
+        "stance": "adopted",
+        "statement": "The field is renamed",
+        "target": {"topic": "topics/tooling.md", "section": "Tasks"},
+        "evidence": [
+            {"ref": "transcript:s:203", "quote": "rename"},
+            {"ref": "transcript:s:27", "quote": "nobody"},
+            {"ref": "transcript:s:203", "quote": "field"},
+        ],
+    }
+    assert _refs(parse_item(1, raw)) == "`transcript:s:203`, `transcript:s:27`"

@@ -197,6 +197,12 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
     return out
 
 
+def _refs(item: ProposalItem) -> str:
+    """An item's first four distinct evidence references."""
+    refs = list(dict.fromkeys(q.ref for q in item.evidence))[:4]
+    return ", ".join(f"`{shown(ref, 120)}`" for ref in refs)
+
+
 def _listed(r: ReportInput) -> list[str]:
     out: list[str] = []
     if r.held_back or r.waiting_total:
@@ -208,8 +214,7 @@ def _listed(r: ReportInput) -> list[str]:
         )
         out += ["## Verified, waiting for the next proposal", "", waits + " Held back by this pass:", ""]
         out += [
-            f"- {v.item.kind}: {shown(v.item.statement, 1000)} (`{shown(v.item.topic, 80)}`; "
-            f"{', '.join('`' + shown(q.ref, 120) + '`' for q in v.item.evidence[:4])}): {why}"
+            f"- {v.item.kind}: {shown(v.item.statement, 1000)} (`{shown(v.item.topic, 80)}`; {_refs(v.item)}): {why}"
             for v, why in r.held_back
         ] + [""]
     if r.listed:
