@@ -1069,7 +1069,7 @@ def test_the_report_says_where_todays_project_still_has_a_corrections_old_text(r
     (root / "docs" / "ids.md").write_text("# Ids\n\nRequest ids are 12 hex characters.\n", encoding="utf-8")
     assert git(root, "add", "docs/ids.md").returncode == 0
     report = _ids_report(root)
-    assert "Today's project, outside the memory, still says '12 hex' on 1 line(s), as at `docs/ids.md:3`" in report
+    assert "still says '12 hex' on 1 line(s) in 1 file(s), most in `docs/ids.md` (1) (first: `docs/ids.md:3`" in report
     assert "never says" not in report
 
 

@@ -146,10 +146,6 @@ class GitTree:
         """(path, line number, line) of the first tracked lines naming `text` as a whole word (memory files out)."""
         return [(path, number, line.strip()) for path, number, line in self._grep(text)[:limit]]
 
-    def count_naming(self, text: str) -> int:
-        """How many tracked lines name `text` as whole words (memory files out)."""
-        return len(self._grep(text))
-
     @functools.lru_cache(maxsize=256)  # noqa: B019 - one GitTree lives for one verification
     def _grep(self, text: str) -> tuple[tuple[str, int, str], ...]:
         """(path, line number, line) of every tracked line holding `text` as whole words (memory files left

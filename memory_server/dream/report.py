@@ -181,7 +181,7 @@ def _change_section(r: ReportInput, record: ChangeRecord, v: Verified) -> list[s
     if item.replace_lines:
         lines = ", ".join(f"`{ref}`" for ref in item.replace_lines)
         out.append(f"- Replaces `{shown(item.old, 80)}` by `{shown(item.new, 80)}` on {lines} (only that span)")
-    out += [f"- {shown(note, 400)}" for note in v.notes]
+    out += [f"- {shown(note, 800)}" for note in v.notes]
     out.append("- The record (each quote's whole sentence, who said it, when):")
     for x in v.located:
         out += _quote_lines(x)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from memory_server.dream.claims import (
@@ -555,18 +556,21 @@ def _issue_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
 
 
 def _old_text_mentions(item: ProposalItem, tree: GitTree) -> list[str]:
-    """For a correction: whether today's project, outside the memory, still says the old text (the topic may
-    be the only place left to fix, or the project may still use the old name: the reviewer judges which)."""
+    """For a correction: whether today's project, outside the memory, still says the old text, and in which
+    files most (the topic may be the only place left to fix, or the project may still use the old name: the
+    reviewer judges which)."""
     old = item.old.strip()
     if not item.replace_lines or not tree.available or len(old) < 3:
         return []
-    count = tree.count_naming(old)
-    if not count:
+    found = tree.lines_naming(old, limit=5000)
+    if not found:
         return [f"Today's project, outside the memory, never says {old!r}"]
-    found = tree.lines_naming(old)
-    shown = "; ".join(f"`{path}:{n}` {line[:120]!r}" for path, n, line in found)
+    per_file = Counter(path for path, _n, _line in found)
+    files = ", ".join(f"`{path}` ({n})" for path, n in per_file.most_common(5))
+    path, number, line = found[0]
     return [
-        f"Today's project, outside the memory, still says {old!r} on {count} line(s), as at {shown}: this change "
+        f"Today's project, outside the memory, still says {old!r} on {len(found)} line(s) in "
+        f"{len(per_file)} file(s), most in {files} (first: `{path}:{number}` {line[:120]!r}): this change "
         "corrects the topic only (are those lines history, or is the old text still in use?)"
     ]
 
