@@ -7,7 +7,8 @@
     memory-server hooks install | uninstall                          (commands/claude.py)
 
 The only ways in are the `memory-server` script and `python -m memory_server`. The memory root comes from
---root, else the MEMORY_ROOT environment variable, else CLAUDE_PROJECT_DIR, else the current folder. Errors go
+--root, else the MEMORY_ROOT environment variable, else CLAUDE_PROJECT_DIR, else the current folder (or the
+nearest memory root above it, as git finds its repository; `init` always takes the current folder). Errors go
 to stderr in one line with what to do about them, and exit with status 2 (commands/common.py).
 """
 
@@ -296,7 +297,7 @@ def _say_compress_problems(report: CompressReport) -> None:
 def init(no_edit: bool) -> None:
     from memory_server.api import Memory
 
-    done = Memory.init(root_path(), edit=not no_edit)
+    done = Memory.init(root_path(upward=False), edit=not no_edit)  # init makes the folder it is run in a root
     root, created, wired = done.root, done.created, done.wired
     if created:
         click.echo(f"created in {root}: {', '.join(created)}")

@@ -58,6 +58,22 @@ def test_cli_init_index_search_status(root: Path, tmp_path: Path):
     assert "topics/printer.md:14-14" in r.stdout, r.stderr  # --root before the command works too
 
 
+def test_a_command_run_inside_a_root_works_on_that_root(root: Path, tmp_path: Path):
+    # Run from the root's topics/ folder, a command finds the root above it, as git finds its repository, and
+    # says so; before, it refused the folder and advised `init` there, which would nest a root in topics/.
+    assert run_cli("index", "--keyword-only", "--root", str(root)).returncode == 0
+    inside = run_cli("search", "--exact", "E-1042", cwd=root / "topics")
+    assert inside.returncode == 0 and "topics/printer.md:14-14" in inside.stdout, inside.stderr
+    assert f"using the memory root {root}" in inside.stderr
+    assert not (root / "topics" / ".memory").exists() and not (root / "topics" / "MEMORY.md").exists()
+    # init still makes the folder it is run in a root; a folder under no root is refused as before
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    refused = run_cli("dream", "status", cwd=elsewhere)
+    assert refused.returncode == 2 and "is not a memory root" in refused.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_search_says_why_it_found_nothing(root: Path):
     """A root that was never indexed: not just "no hits", but why, and what to run."""
     r = run_cli("search", "--exact", "SAVE_CONFIG", "--root", str(root))

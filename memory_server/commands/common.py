@@ -2,7 +2,8 @@
 
 The memory root comes from --root (before or after the command name), else the MEMORY_ROOT environment
 variable, else CLAUDE_PROJECT_DIR (Claude Code sets it for the servers, hooks and commands it starts: the
-project), else the current folder. The root is resolved here, in Python, never by a shell's syntax.
+project), else the current folder, or the nearest memory root above it (by its MEMORY.md or memory.yaml, said
+on stderr; `init` takes the current folder). The root is resolved here, in Python, never by a shell's syntax.
 Errors end the command with one line on stderr saying what to do (a command it names is written as the
 program the person ran: files/program.py), and exit status 2: every
 MemoryServerError, an OSError (a full disk, a read-only file system, a permission), a SQLite error and a
@@ -26,6 +27,7 @@ import click
 
 from memory_server.errors import MemoryServerError
 from memory_server.files.program import with_program
+from memory_server.files.root import enclosing_root, is_memory_root
 
 if TYPE_CHECKING:
     from memory_server.api import Memory
@@ -75,9 +77,20 @@ def given_root(ctx: click.Context | None = None) -> str | None:
     return str(chosen) if chosen else None
 
 
-def root_path(ctx: click.Context | None = None) -> Path:
-    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the current folder."""
-    return Path(given_root(ctx) or os.getcwd()).expanduser()
+def root_path(ctx: click.Context | None = None, *, upward: bool = True) -> Path:
+    """--root, else $MEMORY_ROOT, else $CLAUDE_PROJECT_DIR, else the current folder, or (`upward`) when it is not
+    a memory root, the nearest memory root above it (said on stderr)."""
+    given = given_root(ctx)
+    if given:
+        return Path(given).expanduser()
+    here = Path(os.getcwd())
+    if not upward or is_memory_root(here):
+        return here
+    found = enclosing_root(here)
+    if found is None:
+        return here
+    click.echo(f"using the memory root {found} (this folder is inside it)", err=True)
+    return found
 
 
 def explicit_root(ctx: click.Context | None = None) -> Path | None:

@@ -58,6 +58,16 @@ def is_memory_root(path: Path) -> bool:
     return (path / MEMORY_INDEX).is_file() or (path / TOPICS_DIR).is_dir() or (path / SETTINGS_FILE).is_file()
 
 
+def enclosing_root(path: Path) -> Path | None:
+    """The nearest folder above `path` that is a memory root by its MEMORY.md or memory.yaml (a bare `topics/`
+    folder up there may belong to something else), or None: a command run inside a root's `topics/` works
+    on that root, as git finds its repository."""
+    for parent in path.parents:
+        if (parent / MEMORY_INDEX).is_file() or (parent / SETTINGS_FILE).is_file():
+            return parent
+    return None
+
+
 def not_set_up_message(path: Path) -> str:
     return (
         f"{path} is not a memory root (it has no {MEMORY_INDEX}, {TOPICS_DIR}/ or {SETTINGS_FILE}), so nothing is "
