@@ -233,3 +233,19 @@ def test_index_line_comes_after_the_content_it_points_to(root):
     hits = m.search_exact("Support::Case", k=3)
     assert hits[0].path == "topics/cases.md" and hits[0].match == "phrase", [h.path for h in hits]
     m.close()
+
+
+def test_an_excerpt_starts_and_ends_between_words() -> None:
+    from memory_server.search.query import cut_text
+
+    text = (
+        "Several servers (one per Claude Code session) share one root. " * 3
+        + ("The index uses WAL mode and BEGIN IMMEDIATE for writers, so readers never block while a writer commits.")
+        + " Filler words follow here." * 10
+    )
+    cut = cut_text(text, ["BEGIN IMMEDIATE"], 120)
+    assert "BEGIN IMMEDIATE" in cut and cut.startswith("…") and cut.endswith("…")
+    body = cut.strip("…")
+    start = text.index(body)  # the match makes it unique
+    end = start + len(body)
+    assert text[start - 1] == " " and text[end] == " ", cut  # "…rs (one per" was the old start

@@ -158,6 +158,9 @@ def hit_of(chunk: Chunk, score: float, match: Match | None = None) -> Hit:
     )
 
 
+WORD_SLACK = 24  # characters an excerpt's edge may move to fall between words
+
+
 def cut_text(text: str, needles: Sequence[str], limit: int) -> str:
     """The chunk text cut to `limit` characters, keeping the first match of `needles` in view."""
     if len(text) <= limit:
@@ -172,7 +175,22 @@ def cut_text(text: str, needles: Sequence[str], limit: int) -> str:
     start = 0 if pos < limit // 2 else max(0, pos - limit // 3)
     end = min(len(text), start + limit)
     start = max(0, end - limit)
+    start, end = _word_edges(text, start, end, pos)
     return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
+
+
+def _word_edges(text: str, start: int, end: int, keep: int) -> tuple[int, int]:
+    """`start` and `end` moved off the middle of a word (to the next or previous space, within WORD_SLACK
+    characters, never past `keep`, the match kept in view): "…rs (one per" reads as "…(one per"."""
+    if 0 < start < len(text) and not text[start - 1].isspace():
+        space = text.find(" ", start, start + WORD_SLACK)
+        if space >= 0 and (keep < 0 or space < keep):
+            start = space + 1
+    if 0 < end < len(text) and not text[end].isspace():
+        space = text.rfind(" ", max(start, end - WORD_SLACK), end)
+        if space > start:
+            end = space
+    return start, end
 
 
 def fit_budget(hits: list[Hit], needles: Sequence[str], settings: SearchSettings) -> list[Hit]:
