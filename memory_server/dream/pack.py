@@ -347,23 +347,19 @@ def _changed_names(records: list[SessionRecord], lines: list[TopicLine]) -> list
     # of what it only planned
     said = [t for r in records for t in r.turns if t.speaker == PERSON and t.kind not in ("file", "output")]
     said += [t for r in records for t in r.turns if t.speaker == AGENT and t.kind == "commit"]
-    found: list[str] = []
+    found: list[tuple[str, Turn, str]] = []
     for name in shared:
         hit = next(((t, s) for t in said if name in t.text and (s := changed_from(t.text, name))), None)
-        if hit is None:
-            continue
-        turn, sentence = hit
-        count = sum(name in t.shared for t in lines)
-        found += [
-            f"- {code_span(as_data(name))} ({count} of the lines below): `{turn.ref}` {turn.date or 'undated'} · "
-            f"{turn.who}:",
-            *_quote(_cut(sentence, 300)),
-        ]
-        if sum(line.startswith("- ") for line in found) >= CHANGED_NAMES:
+        if hit is not None:
+            found.append((name, *hit))
+        if len(found) == CHANGED_NAMES:
             break
-    if not found:
-        return []
-    return [CHANGED_NOTE, "", *found, ""]
+    out = [CHANGED_NOTE, ""] if found else []
+    for name, turn, sentence in found:
+        count = sum(name in t.shared for t in lines)
+        head = f"- {code_span(as_data(name))} ({count} of the lines below): `{turn.ref}` {turn.date or 'undated'}"
+        out += [f"{head} · {turn.who}:", *_quote(_cut(sentence, 300))]
+    return [*out, ""] if found else []
 
 
 def _outline(topics: dict[str, TopicFile]) -> list[str]:
