@@ -117,7 +117,7 @@ def index(rebuild: bool, keyword_only: bool, verify: bool, wait: float) -> None:
 @cli.command(help="Run the same search the MCP tools run.", short_help="search the memory")
 @click.argument("query")
 @click.option("--exact", is_flag=True, help="literal search (search_exact) instead of search_memory")
-@click.option("--k", "k", type=int, default=None, help="number of hits")
+@click.option("-k", "--k", "k", type=int, default=None, help="number of hits")
 @click.option("--layer", "layers", multiple=True, type=click.Choice(LAYERS), help="limit to a layer (repeatable)")
 @click.option("--after", metavar="YYYY-MM-DD", help="only hits dated on or after this day")
 @click.option("--before", metavar="YYYY-MM-DD", help="only hits dated on or before this day")

@@ -56,6 +56,8 @@ def test_cli_init_index_search_status(root: Path, tmp_path: Path):
     assert "topics/printer.md:14-14" in r.stdout
     r = run_cli("--root", str(root), "search", "--exact", "E-1042", "--layer", "topic", "--layer", "session")
     assert "topics/printer.md:14-14" in r.stdout, r.stderr  # --root before the command works too
+    r = run_cli("search", "--exact", "printer", "-k", "1", "--json", "--root", str(root))
+    assert r.returncode == 0 and len(json.loads(r.stdout)["hits"]) == 1, r.stderr  # -k is --k
 
 
 def test_a_command_run_inside_a_root_works_on_that_root(root: Path, tmp_path: Path):
