@@ -55,9 +55,15 @@ def change_stated(text: str, old: str, new: str) -> bool:
     return False
 
 
+TOKEN = re.compile(r"[\w./:-]*\w")
+# What says the name before or after it changed: "from X", "renamed ... X", "X -> Y", "X was renamed", "X is now"
+FROM_BEFORE = re.compile(r"\bfrom\W{0,3}$")
 CHANGE_VERB = re.compile(r"\b(?:renam|migrat|mov|switch|replac|chang|bump|upgrad|downgrad)\w*\b[^.!?]{0,40}$")
 ARROW = re.compile(r"^\W{0,3}(?:->|→|=>|⇒)")
-NEW_VALUE = re.compile(r"[\w./:-]*\w")
+CHANGED_AFTER = re.compile(
+    r"^\W{0,3}(?:(?:was|were|has been|have been|got)\s+)?(?:renamed|migrated|moved|changed|switched|replaced|"
+    r"is now|are now)\b"
+)
 
 
 def changed_from(text: str, old: str) -> str | None:
@@ -68,18 +74,13 @@ def changed_from(text: str, old: str) -> str | None:
         folded = fold(sentence)
         for i in _positions(folded, a):
             before, rest = folded[:i], folded[i + len(a) : i + len(a) + 60]
-            said = ARROW.match(rest) or re.search(r"\bfrom\W{0,3}$", before) or CHANGE_VERB.search(before)
-            said = said or re.match(r"^\W{0,3}(?:(?:was|were|has been|have been|got)\s+)?(?:renamed|migrated|moved|"
-                                    r"changed|switched|replaced|is now|are now)\b", rest)  # fmt: skip
-            if said and any(
+            said = FROM_BEFORE.search(before) or CHANGE_VERB.search(before) or ARROW.match(rest)
+            if (said or CHANGED_AFTER.match(rest)) and any(
                 m.start() > 0 and m.group() not in STOP_WORDS and FORWARD.match(rest[: m.start()])
-                for m in NEW_VALUE.finditer(rest)
+                for m in TOKEN.finditer(rest)
             ):
                 return sentence.strip()
     return None
-
-
-TOKEN = re.compile(r"[\w./:-]*\w")
 
 
 def _tokens(text: str) -> list[str]:
