@@ -9,6 +9,7 @@ scored as run.py --in-process scores it); LoCoMo and BEAM default to their tune 
 
   python bench/variants.py --variant base --variant fw05:ranking.file_weight=0.5
   python bench/variants.py --sets beam --beam 1-20 --variant base --variant m:ranking.mmr_weight=0.1,ranking.file_top=1
+  python bench/variants.py --sets beam --beam 1-20 --also-queries new=/tmp/queries   # two query sets, one process
   python bench/variants.py --fake --locomo 0 --beam 1 --max-questions 4 --variant base --variant x:ranking.late_weight=0
 """
 
@@ -48,12 +49,13 @@ class Variant:
 
 @dataclass
 class Root:
-    """One memory root of a set, with its questions: (id, as asked, as the caller wrote it, scorer, subset)."""
+    """One memory root of a set, with its questions: (id, query text by source, scorer, subset). The sources are
+    "asked", "caller" and one "caller-NAME" per other folder of caller-written queries."""
 
     set_name: str
     path: Path
     k: int
-    questions: list[tuple[str, str, str | None, Callable[[list[Hit]], dict[str, float]], str]]
+    questions: list[tuple[str, dict[str, str | None], Callable[[list[Hit]], dict[str, float]], str]]
 
 
 def parse_variant(text: str) -> Variant:
@@ -64,12 +66,25 @@ def parse_variant(text: str) -> Variant:
     return Variant(name.strip(), [benchlib.parse_override(part) for part in rest.split(",") if part.strip()])
 
 
+def parse_also(text: str) -> tuple[str, Path]:
+    """'NAME=DIR': a folder of caller-written queries (bench/queries/README.md) asked as source caller-NAME."""
+    name, _, folder = text.partition("=")
+    if not name.strip() or not folder.strip() or not Path(folder).is_dir():
+        raise SystemExit(f"--also-queries {text!r}: write NAME=DIR, DIR a folder of caller-written query files")
+    return name.strip(), Path(folder)
+
+
 def roots_of(args: argparse.Namespace) -> list[Root]:
     """Every root of the sets asked for, written (only what differs) under bench/results/roots/, with its
     questions."""
     base = run.roots_base(args)
     sets = run.choices(args.sets, SETS, "set")
-    caller = {name: caller_queries.load(name, args.queries_dir) or {} for name in sets}
+    folders = {"caller": args.queries_dir, **{f"caller-{name}": folder for name, folder in args.also_queries}}
+    written = {source: {s: caller_queries.load(s, folder) or {} for s in sets} for source, folder in folders.items()}
+
+    def texts(set_name: str, key: str, asked: str) -> dict[str, str | None]:
+        return {"asked": asked, **{source: by_set[set_name].get(key) for source, by_set in written.items()}}
+
     out: list[Root] = []
     if "locomo" in sets:
         data = benchlib.data_dir() / locomo.DATA_FILE
@@ -78,7 +93,7 @@ def roots_of(args: argparse.Namespace) -> list[Root]:
             path.mkdir(parents=True, exist_ok=True)
             locomo.sync_root(path, conv)
             qs = [(f"{conv.index}:{q.index}", q.text, run._locomo_scorer(conv, q), "all") for q in conv.questions]
-            out.append(Root("locomo", path, args.k, [(i, t, caller["locomo"].get(i), s, u) for i, t, s, u in qs]))
+            out.append(Root("locomo", path, args.k, [(i, texts("locomo", i, t), s, u) for i, t, s, u in qs]))
     if "beam" in sets:
         for chat in beam.load_chats(benchlib.data_dir(), locomo.parse_indices(args.beam)):
             path = base / "beam" / str(chat.number)
@@ -86,7 +101,7 @@ def roots_of(args: argparse.Namespace) -> list[Root]:
             benchlib.write_root(path, chat.files)
             chosen = chat.questions[: args.max_questions] if args.max_questions else chat.questions
             qs = [(f"{chat.number}:{q.index}", q.text, run._beam_scorer(chat, q), "all") for q in chosen]
-            out.append(Root("beam", path, args.k, [(i, t, caller["beam"].get(i), s, u) for i, t, s, u in qs]))
+            out.append(Root("beam", path, args.k, [(i, texts("beam", i, t), s, u) for i, t, s, u in qs]))
     if "coding" in sets:
         queries = json.loads((benchlib.data_dir() / run.CODING_DIR / "queries.json").read_text(encoding="utf-8"))
         if args.max_questions:
@@ -94,7 +109,7 @@ def roots_of(args: argparse.Namespace) -> list[Root]:
             queries = queries[: args.max_questions]
         path = run.coding_root(args, [])
         qs = [(q["id"], q["query"], run._coding_scorer(q), q["kind"]) for q in queries]
-        out.append(Root("coding", path, 10, [(i, t, caller["coding"].get(i), s, u) for i, t, s, u in qs]))
+        out.append(Root("coding", path, 10, [(i, texts("coding", i, t), s, u) for i, t, s, u in qs]))
     return out
 
 
@@ -111,8 +126,8 @@ def ask_all(
             for variant in variants:
                 memory.settings = settings[variant.name]
                 for source in sources:
-                    for key, asked, written, score, subset in root.questions:
-                        text = asked if source == "asked" else written
+                    for key, by_source, score, subset in root.questions:
+                        text = by_source[source]
                         if text is None:
                             raise SystemExit(f"no caller-written query for {root.set_name} question {key}")
                         row = {"id": key, **score(memory.search_memory(text, root.k)[0])}
@@ -165,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--queries", default=",".join(caller_queries.SOURCES), help="asked, caller, or both")
     parser.add_argument("--queries-dir", help="folder of the caller-written queries (default bench/queries)")
+    parser.add_argument(
+        "--also-queries",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="another folder of caller-written queries, asked as source caller-NAME (repeat)",
+    )
     parser.add_argument("--k", type=int, default=20, help="hits asked per LoCoMo/BEAM query (default 20)")
     parser.add_argument("--max-questions", type=int, default=None, help="at most N questions per root (smoke runs)")
     parser.add_argument("--fake", action="store_true", help="FakeEmbedder (plumbing only, not a quality number)")
@@ -177,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
     sources = run.choices(args.queries, caller_queries.SOURCES, "query source")
+    args.also_queries = [parse_also(text) for text in args.also_queries]
+    sources += [f"caller-{name}" for name, _ in args.also_queries]
     variants = [parse_variant(v) for v in args.variant] or [Variant("base", [])]
     if len({v.name for v in variants}) != len(variants):
         raise SystemExit("two variants share a name")
