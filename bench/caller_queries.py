@@ -16,8 +16,21 @@ from pathlib import Path
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 FILES = {"locomo": "locomo.jsonl", "beam": "beam.jsonl", "coding": "coding-probe.jsonl"}
-SOURCES = ("asked", "caller")  # the question as asked; the query the calling model wrote for it
+SOURCES = ("asked", "caller")  # the question as asked; the queries the calling model wrote for it (every writer set)
 CALLER_TOOLS = ("search_memory",)  # the description the writers saw is search_memory's
+
+
+WRITER_FOLDER = "writer-"  # bench/queries/writer-1/, writer-2/, ...: one writer set's files each
+
+
+def writer_folders(folder: Path = QUERIES_DIR) -> dict[str, Path]:
+    """Query source -> folder of one writer set's files: "caller-<n>" for each `writer-<n>/` in `folder`, in
+    number order, or "caller" for `folder` itself when it holds the files directly."""
+    if any((folder / file).is_file() for file in FILES.values()):
+        return {"caller": folder}
+    found = [p for p in folder.glob(f"{WRITER_FOLDER}*") if p.is_dir() and p.name[len(WRITER_FOLDER) :].isdigit()]
+    found.sort(key=lambda p: int(p.name[len(WRITER_FOLDER) :]))
+    return {f"caller-{p.name[len(WRITER_FOLDER) :]}": p for p in found}
 
 
 def load(name: str, folder: Path = QUERIES_DIR) -> dict[str, str] | None:
@@ -42,13 +55,13 @@ def load(name: str, folder: Path = QUERIES_DIR) -> dict[str, str] | None:
     return out
 
 
-def query_for(queries: dict[str, str], name: str, key: str) -> str:
+def query_for(queries: dict[str, str], name: str, key: str, folder: Path = QUERIES_DIR) -> str:
     """The caller's query for question `key`; a question without one stops the run (a partial set would give
     a figure over other questions than the row beside it)."""
     try:
         return queries[key]
     except KeyError:
         raise SystemExit(
-            f"no caller-written query for {name} question {key} in {QUERIES_DIR / FILES[name]}: complete the file, "
+            f"no caller-written query for {name} question {key} in {folder / FILES[name]}: complete the file, "
             "or run with --queries asked"
         ) from None

@@ -7,8 +7,9 @@
 
 Each set is reported separately, per tool (`search_memory`, `search_exact`): R@1/3/5/10 and per-query
 latency p50/p95 (in process for LoCoMo and BEAM; through MCP for coding-probe, as its scorer measures).
-`search_memory` is asked twice: with the question as the set words it (`asked`), and with the query the
-calling model wrote for it from the tool description alone (`caller`, bench/queries/README.md).
+`search_memory` is asked with the question as the set words it (`asked`), and with the query each of three
+writer sets of the calling model wrote for it from the tool description alone (`caller-1` to `caller-3`, then
+their mean; bench/queries/README.md).
 Roots live under bench/results/roots/ and keep their embedding cache, so a re-run re-embeds nothing that
 did not change. `--quick` runs the tune subsets (LoCoMo conversations 0-1, BEAM chats 1-5) for iterating.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -157,21 +159,23 @@ def runs_of(args: argparse.Namespace, name: str) -> list[Run]:
     """(tool, query source) pairs to run on set `name`: every tool with the questions as asked, and the tools
     the caller's queries are written for with those, when the set has them."""
     runs: list[Run] = [(tool, "asked") for tool in args.tools if "asked" in args.queries]
-    if "caller" in args.queries and any(t in caller_queries.CALLER_TOOLS for t in args.tools):
-        if args.caller.get(name) is None:
-            benchlib.log(f"[run] {name}: no caller-written queries in {args.queries_dir}; that row is left out")
+    if not any(t in caller_queries.CALLER_TOOLS for t in args.tools):
+        return runs
+    for source, by_set in args.caller.items():
+        if by_set.get(name) is None:
+            benchlib.log(f"[run] {name}: no caller-written queries in {args.writers[source]}; that row is left out")
         else:
-            runs += [(tool, "caller") for tool in args.tools if tool in caller_queries.CALLER_TOOLS]
+            runs += [(tool, source) for tool in args.tools if tool in caller_queries.CALLER_TOOLS]
     return runs
 
 
 def sourced(args: argparse.Namespace, name: str, asked: Sequence[Asked], source: str) -> list[Question]:
-    """The questions with the query of `source`: the question as asked, or the caller's query for it."""
+    """The questions with the query of `source`: the question as asked, or a writer set's query for it."""
     if source == "asked":
         return [(text, score, {**labels, "id": key, "queries": source}) for key, text, score, labels in asked]
-    queries = args.caller[name]
+    queries, folder = args.caller[source][name], args.writers[source]
     return [
-        (caller_queries.query_for(queries, name, key), score, {**labels, "id": key, "queries": source})
+        (caller_queries.query_for(queries, name, key, folder), score, {**labels, "id": key, "queries": source})
         for key, _t, score, labels in asked
     ]
 
@@ -322,12 +326,12 @@ def run_coding(
 
 
 def coding_queries(args: argparse.Namespace, queries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """The probe's queries (with their gold), each with the caller's query in place of the question for
-    `source` "caller": scored against the same gold by the same scorer."""
+    """The probe's queries (with their gold), each with a writer set's query in place of the question for a
+    caller source: scored against the same gold by the same scorer."""
     if source == "asked":
         return queries
-    caller = args.caller["coding"]
-    return [{**q, "query": caller_queries.query_for(caller, "coding", q["id"])} for q in queries]
+    caller, folder = args.caller[source]["coding"], args.writers[source]
+    return [{**q, "query": caller_queries.query_for(caller, "coding", q["id"], folder)} for q in queries]
 
 
 def _coding_in_process(
@@ -447,6 +451,28 @@ def summarise(
     return out
 
 
+def with_writer_means(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows, and with more than one writer set, per set, tool and unit a row "caller, mean of N" averaging
+    the writer sets' rows (recall, and the latencies' percentiles), after the set's last writer row."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["queries"].startswith("caller-"):
+            groups.setdefault((row["set"], row["tool"], row["kind"]), []).append(row)
+    means: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for (name, tool, kind), group in groups.items():
+        if len(group) > 1:
+            mean: dict[str, Any] = {"set": name, "tool": tool, "queries": f"caller, mean of {len(group)}", "kind": kind}
+            mean["n"] = group[0]["n"]
+            for field in [*(f"R@{k}" for k in KS), "p50_ms", "p95_ms"]:
+                mean[field] = round(statistics.mean(r[field] for r in group), 4)
+            means.setdefault((name, tool), []).append(mean)
+    out = list(rows)
+    for (name, tool), block in means.items():
+        last = max(i for i, row in enumerate(out) if (row["set"], row["tool"]) == (name, tool) and row in rows)
+        out[last + 1 : last + 1] = block
+    return out
+
+
 def _write_details(args: argparse.Namespace, name: str, details: list[dict[str, Any]] | None) -> None:
     if args.details and details is not None:
         benchlib.write_json(Path(args.details) / f"{name}.json", {"questions": details})
@@ -492,10 +518,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--queries",
         default=",".join(caller_queries.SOURCES),
-        help="comma-separated: asked (the question as the set words it), caller (the query the calling model "
-        "wrote for it, bench/queries/; search_memory only); default both",
+        help="comma-separated: asked (the question as the set words it), caller (the queries each writer set of "
+        "the calling model wrote for it, bench/queries/; search_memory only); default both",
     )
-    parser.add_argument("--queries-dir", help="folder of the caller-written queries (default bench/queries)")
+    parser.add_argument(
+        "--queries-dir",
+        help="folder of writer-N/ folders of caller-written queries, or of one set's files (default bench/queries)",
+    )
     parser.add_argument("--details", help="folder for per-question hits (JSON)")
     parser.add_argument("--json-out", help="where to write the results (default bench/results/run.json)")
     return parser
@@ -516,9 +545,10 @@ def main(argv: list[str] | None = None) -> int:
     args.tools = choices(args.tools, TOOLS, "tool")
     args.queries = choices(args.queries, caller_queries.SOURCES, "query source")
     args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
-    args.caller = (
-        {name: caller_queries.load(name, args.queries_dir) for name in sets} if "caller" in args.queries else {}
-    )
+    args.writers = caller_queries.writer_folders(args.queries_dir) if "caller" in args.queries else {}
+    args.caller = {
+        source: {name: caller_queries.load(name, folder) for name in sets} for source, folder in args.writers.items()
+    }
     if args.quick:
         args.locomo = args.locomo or QUICK_LOCOMO
         args.beam = args.beam or QUICK_BEAM
@@ -540,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     if "coding" in sets:
         rows += run_coding(args, settings, embedder, overrides)
     label = embedder.name + (" - FAKE: plumbing only, not a quality number" if args.fake else "")
+    rows = with_writer_means(rows)
     print_table(rows, label)
     out = {
         "benchmark": "run",
@@ -555,7 +586,12 @@ def main(argv: list[str] | None = None) -> int:
             "max_questions": args.max_questions,
             "queries": args.queries,
             "caller_queries": {
-                name: str(args.queries_dir / caller_queries.FILES[name]) for name, found in args.caller.items() if found
+                source: {
+                    name: str(args.writers[source] / caller_queries.FILES[name])
+                    for name, found in by_set.items()
+                    if found
+                }
+                for source, by_set in args.caller.items()
             },
         },
         "seconds": round(time.perf_counter() - started, 1),

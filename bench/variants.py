@@ -50,7 +50,8 @@ class Variant:
 @dataclass
 class Root:
     """One memory root of a set, with its questions: (id, query text by source, scorer, subset). The sources are
-    "asked", "caller" and one "caller-NAME" per other folder of caller-written queries."""
+    "asked", one per writer set of bench/queries ("caller", or "caller-1", "caller-2", ...) and one "caller-NAME"
+    per folder of --also-queries."""
 
     set_name: str
     path: Path
@@ -67,11 +68,11 @@ def parse_variant(text: str) -> Variant:
 
 
 def parse_also(text: str) -> tuple[str, Path]:
-    """'NAME=DIR': a folder of caller-written queries (bench/queries/README.md) asked as source caller-NAME."""
+    """'NAME=DIR': a folder of caller-written queries (bench/queries/README.md), as (source caller-NAME, DIR)."""
     name, _, folder = text.partition("=")
     if not name.strip() or not folder.strip() or not Path(folder).is_dir():
         raise SystemExit(f"--also-queries {text!r}: write NAME=DIR, DIR a folder of caller-written query files")
-    return name.strip(), Path(folder)
+    return f"caller-{name.strip()}", Path(folder)
 
 
 def roots_of(args: argparse.Namespace) -> list[Root]:
@@ -79,7 +80,7 @@ def roots_of(args: argparse.Namespace) -> list[Root]:
     questions."""
     base = run.roots_base(args)
     sets = run.choices(args.sets, SETS, "set")
-    folders = {"caller": args.queries_dir, **{f"caller-{name}": folder for name, folder in args.also_queries}}
+    folders = {**caller_queries.writer_folders(args.queries_dir), **dict(args.also_queries)}
     written = {source: {s: caller_queries.load(s, folder) or {} for s in sets} for source, folder in folders.items()}
 
     def texts(set_name: str, key: str, asked: str) -> dict[str, str | None]:
@@ -179,7 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="NAME or NAME:section.key=value,... (repeat; the first is the reference; default: base only)",
     )
     parser.add_argument("--queries", default=",".join(caller_queries.SOURCES), help="asked, caller, or both")
-    parser.add_argument("--queries-dir", help="folder of the caller-written queries (default bench/queries)")
+    parser.add_argument(
+        "--queries-dir",
+        help="folder of writer-N/ folders of caller-written queries, or of one set's files (default bench/queries)",
+    )
     parser.add_argument(
         "--also-queries",
         action="append",
@@ -200,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
     sources = run.choices(args.queries, caller_queries.SOURCES, "query source")
     args.also_queries = [parse_also(text) for text in args.also_queries]
-    sources += [f"caller-{name}" for name, _ in args.also_queries]
+    if "caller" in sources:
+        sources = [s for s in sources if s != "caller"] + list(caller_queries.writer_folders(args.queries_dir))
+    sources += [source for source, _ in args.also_queries]
     variants = [parse_variant(v) for v in args.variant] or [Variant("base", [])]
     if len({v.name for v in variants}) != len(variants):
         raise SystemExit("two variants share a name")

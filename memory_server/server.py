@@ -100,7 +100,7 @@ INSTRUCTIONS = (
 # from (bench/queries/README.md): changing their meaning means writing those queries again.
 MeaningQuery = Annotated[str, Field(description="the question, in the notes' words as above")]
 LiteralQuery = Annotated[str, Field(description="literal text")]
-K = Annotated[int | None, Field(description="number of hits (default: the memory's search.default_k); keep it small")]
+K = Annotated[int | None, Field(description="number of hits; keep it small")]
 Layers = Annotated[list[Layer] | None, Field(description="default: topic, auto_memory and session")]
 After = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
 Before = Annotated[str | None, Field(description="YYYY-MM-DD, inclusive")]
@@ -292,7 +292,8 @@ def search_memory(
 ) -> Annotated[CallToolResult, SearchResult]:
     """Search memory by meaning. Write the query in the words the notes would contain: the question, then the
     names, technical terms and synonyms its answer likely uses ("what did we decide about retries? retry policy,
-    backoff, max attempts, timeout"). One query; no boolean syntax.
+    backoff, max attempts, timeout"). For a request to do something, add words for how the person said they want
+    it done ("my preference, always, never"). One query; no boolean syntax.
     Hits: path, start_line-end_line, layer, date, score (falls with rank), text; titles once per file.
     A topic hit (curated truth) wins over a session hit (a past session)."""
     memory = gate_of(ctx).ready()

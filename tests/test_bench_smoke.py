@@ -103,14 +103,14 @@ def test_locomo_smoke(tmp_path: Path) -> None:
     assert {r["overrides"]["ranking.rrf_k"] for r in sweep["rows"]} == {30, 60}
 
 
-def _caller_queries(folder: Path, ids: dict[str, list[str]]) -> dict[str, str]:
+def _caller_queries(folder: Path, ids: dict[str, list[str]], word: str = "callerword") -> dict[str, str]:
     """Caller-written query files for the smoke run: each query is its id with a marker word."""
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, str] = {}
     for name, keys in ids.items():
         lines = []
         for key in keys:
-            written[f"{name}/{key}"] = f"callerword {key}"
+            written[f"{name}/{key}"] = f"{word} {key}"
             lines.append(json.dumps({"id": key, "query": written[f"{name}/{key}"]}))
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return written
@@ -118,20 +118,22 @@ def _caller_queries(folder: Path, ids: dict[str, list[str]]) -> dict[str, str]:
 
 def test_run_all_sets_smoke(tmp_path: Path) -> None:
     """bench/run.py: the three development sets in one command, one row per set, tool, query source and
-    unit; search_memory asked with the questions as the sets word them and with the caller's queries, which
-    reach the search unedited and are scored against the same gold."""
+    unit; search_memory asked with the questions as the sets word them and with each writer set's queries,
+    which reach the search unedited and are scored against the same gold, then a row of the writer sets'
+    mean."""
     data = _locomo_data().parent
     for needed in ("locomo10.json", "beam_100K", "coding-probe"):
         require_shared(data / needed)
     out = tmp_path / "run.json"
-    written = _caller_queries(
-        tmp_path / "queries",
-        {
-            "locomo.jsonl": [f"0:{i}" for i in range(4)],
-            "beam.jsonl": [f"1:{i}" for i in range(4)],
-            "coding-probe.jsonl": [f"p0{i}" for i in range(1, 5)],
-        },
-    )
+    ids = {
+        "locomo.jsonl": [f"0:{i}" for i in range(4)],
+        "beam.jsonl": [f"1:{i}" for i in range(4)],
+        "coding-probe.jsonl": [f"p0{i}" for i in range(1, 5)],
+    }
+    written = {
+        "caller-1": _caller_queries(tmp_path / "queries" / "writer-1", ids),
+        "caller-2": _caller_queries(tmp_path / "queries" / "writer-2", ids, "otherword"),
+    }
     common = ["--fake", "--locomo", "0", "--beam", "1", "--max-questions", "4", "--roots", str(tmp_path / "roots")]
     proc = _run(
         "run.py",
@@ -149,19 +151,28 @@ def test_run_all_sets_smoke(tmp_path: Path) -> None:
     for tool in ("search_memory", "search_exact"):
         assert ("locomo", tool, "asked", "turn, all") in rows and ("beam", tool, "asked", "message, all") in rows
         assert ("coding", tool, "asked", "paragraph, paraphrase") in rows
+    writers = ("caller-1", "caller-2", "caller, mean of 2")
     for name, unit in (("locomo", "turn, all"), ("beam", "message, all"), ("coding", "paragraph, paraphrase")):
-        assert ("search_memory", "caller") in {(t, q) for s, t, q, k in rows if s == name and k == unit}, name
-        assert not [key for key in rows if key[1] == "search_exact" and key[2] == "caller"], "caller: search_memory"
+        sources = [q for s, t, q, k in rows if s == name and k == unit and t == "search_memory"]
+        assert sources == ["asked", *writers], (name, sources)
+        mean = rows[name, "search_memory", writers[2], unit]
+        for k in (1, 3, 5, 10):
+            pair = [rows[name, "search_memory", source, unit][f"R@{k}"] for source in writers[:2]]
+            assert mean[f"R@{k}"] == round((pair[0] + pair[1]) / 2, 4), (name, k)
+        assert not [key for key in rows if key[1] == "search_exact" and key[2] != "asked"], "caller: search_memory"
     for row in rows.values():
         assert row["n"] > 0 and 0.0 <= row["R@1"] <= row["R@10"] <= 1.0, row
         assert 0 < row["p50_ms"] <= row["p95_ms"], row
     for name, file in (("locomo", "locomo.jsonl"), ("beam", "beam.jsonl"), ("coding", "coding-probe.jsonl")):
         asked = _load(tmp_path / "details" / f"{name}.json")["questions"]
-        caller = [q for q in asked if q["queries"] == "caller"]
-        assert len(caller) == 4 and all(q["query"] == written[f"{file}/{q['id']}"] for q in caller), caller
-        assert all("callerword" not in q["query"] for q in asked if q["queries"] == "asked")
+        for source in writers[:2]:
+            caller = [q for q in asked if q["queries"] == source]
+            assert len(caller) == 4, caller
+            assert all(q["query"] == written[source][f"{file}/{q['id']}"] for q in caller), caller
+        assert all("word" not in q["query"] for q in asked if q["queries"] == "asked")
 
     # A question without a caller-written query stops the run, saying which (a partial row would mislead).
+    _caller_queries(tmp_path / "queries", ids)  # a folder with the files themselves: one writer set, "caller"
     (tmp_path / "queries" / "beam.jsonl").write_text('{"id": "1:0", "query": "x"}\n', encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, str(BENCH / "run.py"), *common, "--sets", "beam", "--queries-dir", str(tmp_path / "queries")],
@@ -193,6 +204,7 @@ def test_variants_smoke(tmp_path: Path) -> None:
         "variants.py",
         *("--fake", "--locomo", "0", "--beam", "1", "--max-questions", "3", "--roots", str(tmp_path / "roots")),
         *("--queries-dir", str(tmp_path / "queries"), "--json-out", str(out)),
+        *("--also-queries", f"again={tmp_path / 'queries'}"),
         *(
             "--variant",
             "base",
@@ -215,11 +227,17 @@ def test_variants_smoke(tmp_path: Path) -> None:
             key = f"{name}|{subset}|{source}"
             assert result["questions"][f"{key}|same"] == result["questions"][f"{key}|base"]
     assert result["config"]["variants"]["nofile"] == {"ranking.file_weight": 0}
+    # --also-queries: another folder of caller-written queries, asked in the same process as source caller-NAME
+    # (here the same files: the same answers)
+    for name, subset in (("locomo", "all"), ("beam", "all"), ("coding", "paraphrase")):
+        key = f"{name}|{subset}"
+        assert result["questions"][f"{key}|caller-again|base"] == result["questions"][f"{key}|caller|base"]
 
 
 def test_the_committed_caller_queries_cover_every_question() -> None:
-    """bench/queries/ holds one caller-written query for each question of each development set, by the ids
-    the harnesses give them, and nothing else."""
+    """bench/queries/ holds three writer sets for the published description and three for the first one
+    (first-description/), each with one caller-written query for each question of each development set, by the
+    ids the harnesses give them, and nothing else."""
     data = _locomo_data().parent
     for needed in ("locomo10.json", "beam_100K", "coding-probe"):
         require_shared(data / needed)
@@ -239,9 +257,13 @@ def test_the_committed_caller_queries_cover_every_question() -> None:
         "coding": {q["id"] for q in probe},
     }
     assert [len(ids) for ids in wanted.values()] == [1982, 354, 60]
-    for name, ids in wanted.items():
-        found = caller_queries.load(name)
-        assert found is not None and set(found) == ids, name
+    for folder in (caller_queries.QUERIES_DIR, caller_queries.QUERIES_DIR / "first-description"):
+        writers = caller_queries.writer_folders(folder)
+        assert list(writers) == ["caller-1", "caller-2", "caller-3"], folder
+        for source, files in writers.items():
+            for name, ids in wanted.items():
+                found = caller_queries.load(name, files)
+                assert found is not None and set(found) == ids, (source, name)
 
 
 def test_locomo_evidence_normalisation() -> None:
