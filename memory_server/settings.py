@@ -122,6 +122,9 @@ class RankingSettings(_Section):
     context_weight: float = Field(default=0.1, ge=0)
     # In sessions, the assistant's lines weigh this share of the user's (they mostly restate the user).
     assistant_weight: float = Field(default=0.4, ge=0, le=1)
+    # When the query asks how the person wants things done ("my preference, always, never"), a line stating a
+    # standing wish ("Always ...", "I prefer ...") weighs 1 + wish_weight.
+    wish_weight: float = Field(default=0.5, ge=0)
     # Late interaction: the late_pool best candidates gain late_weight x the best score x how well each of
     # the question's tokens finds its closest token in the passage (min-max over those candidates); needs
     # the token vectors that embedding.token_vectors keeps. 0 turns it off.

@@ -16,7 +16,14 @@ from memory_server.search.candidates import keyword_candidates
 from memory_server.search.fusion import fuse
 from memory_server.search.parsed import idf, parse, query_terms
 from memory_server.search.query import validate
-from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.search.signals import (
+    asks_for_wishes,
+    context_scores,
+    is_assistant,
+    keyword_scale,
+    own_keyword_shares,
+    states_a_wish,
+)
 from memory_server.settings import RankingSettings
 from memory_server.testing import FakeEmbedder
 
@@ -117,6 +124,51 @@ def test_the_users_words_outweigh_the_assistants_restatement(tmp_path: Path) -> 
     hits, _ = m.search_memory("sprint deadline moved March 29 noted", k=2)
     assert hits[0].text.startswith("**Assistant:**")
     m.close()
+
+
+def test_a_standing_wish_comes_back_with_the_request_it_governs(tmp_path: Path) -> None:
+    """search_memory's description asks the caller to add "my preference, always, never" to a request: then a
+    line stating a standing wish outranks a line that only shares the request's words. Off (wish_weight 0),
+    or without those words in the query, the request's own words win."""
+    root = tmp_path / "m"
+    init_root(root)
+    write(
+        root,
+        "sessions/compressed/2026/2026-03-01-aaaa-chat.md",
+        "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
+        "**User:** Dependencies are pinned to exact versions.\n\n"
+        "**User:** Always pin the dependencies of the service to exact versions in the lock file.\n",
+    )
+    m = Memory(root, embedder=FakeEmbedder())
+    m.index()
+    request = "how should dependencies be pinned; versions"
+    hits, _ = m.search_memory(f"{request}, my preference, never", k=2)
+    assert hits[0].text.startswith("**User:** Always pin"), [h.text for h in hits]
+    hits, _ = m.search_memory(request, k=2)
+    assert hits[0].text.startswith("**User:** Dependencies"), "without the wish words, no line is lifted"
+    m.settings.ranking.wish_weight = 0.0
+    hits, _ = m.search_memory(f"{request}, my preference, never", k=2)
+    assert hits[0].text.startswith("**User:** Dependencies"), [h.text for h in hits]
+    m.close()
+
+
+def test_what_states_a_standing_wish() -> None:
+    assert asks_for_wishes("deploy steps; my preferences") and asks_for_wishes("Never? always")
+    assert not asks_for_wishes("what did we decide about retries")
+    for text in (
+        "**User:** Always format dates as month-day-year.",
+        "- Never push to main without review.",
+        "**User:** Thanks. Please always run the linter.",
+        "**User:** I'd prefer pnpm over npm.",
+        "**User:** From now on, write tests first.",
+    ):
+        assert states_a_wish(_chunk(text, layer="session")), text
+    for text in (
+        "**User:** I always forget the flag.",
+        "**Assistant:** Always format dates as month-day-year.",
+        "**User:** The cache never expires.",
+    ):
+        assert not states_a_wish(_chunk(text, layer="session")), text
 
 
 def test_speaker_labels() -> None:

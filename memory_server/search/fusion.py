@@ -4,8 +4,9 @@
   words that are the chunk's own (not its title's or heading's), against the whole query's weight
   (signals.keyword_scale); cosines are stretched over the pool.
 - fusion: one score per chunk, the weighted sum of the two signals (or reciprocal ranks), then the literal
-  tier (the query as typed), the context score (query words in a title or heading), and the assistant's
-  lines weighed below the user's.
+  tier (the query as typed), the context score (query words in a title or heading), the assistant's
+  lines weighed below the user's, and, when the query asks how the person wants things done, lines that
+  state a standing wish weighed above the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from memory_server.index.fts import FtsIndex
 from memory_server.parse.markdown import Chunk
 from memory_server.search.candidates import Candidates
 from memory_server.search.parsed import ParsedQuery, QueryTerms
-from memory_server.search.signals import context_scores, is_assistant, keyword_scale, own_keyword_shares
+from memory_server.search.signals import (
+    asks_for_wishes,
+    context_scores,
+    is_assistant,
+    keyword_scale,
+    own_keyword_shares,
+    states_a_wish,
+)
 from memory_server.settings import RankingSettings
 
 MIN_COSINE_SPAN = 0.1
@@ -98,7 +106,7 @@ def fuse_candidates(
     ranked = known_chunks(fts, ranked)
     if ranking.context_weight > 0 and ranking.keyword_weight > 0:
         ranked = with_context(ranked, found.context, parsed.terms, ranking)
-    return weigh_speakers(ranked, ranking)
+    return weigh_wishes(weigh_speakers(ranked, ranking), parsed.terms.text, ranking)
 
 
 def with_phrase_tier(ranked: Ranked, phrase: list[tuple[Chunk, float]], ranking: RankingSettings) -> Ranked:
@@ -133,6 +141,18 @@ def weigh_speakers(ranked: Ranked, ranking: RankingSettings) -> Ranked:
         return ranked
     scores = {
         cid: score * ranking.assistant_weight if is_assistant(ranked.chunks[cid]) else score
+        for cid, score in ranked.scores.items()
+    }
+    return Ranked(scores, ranked.chunks)
+
+
+def weigh_wishes(ranked: Ranked, query: str, ranking: RankingSettings) -> Ranked:
+    """When the query asks how the person wants things done, a line stating a standing wish ("Always ...")
+    weighs 1 + `wish_weight`: it shares few words with the request it governs."""
+    if ranking.wish_weight == 0 or not asks_for_wishes(query):
+        return ranked
+    scores = {
+        cid: score * (1 + ranking.wish_weight) if states_a_wish(ranked.chunks[cid]) else score
         for cid, score in ranked.scores.items()
     }
     return Ranked(scores, ranked.chunks)

@@ -86,6 +86,27 @@ def own_keyword_shares(
     return out
 
 
+# A query that asks how the person wants things done (search_memory's description asks the caller to add
+# these words to a request), and a line that states such a standing wish: "Always ...", "Never ...",
+# "I prefer ...", "from now on". Plain alternations: no pattern here can backtrack.
+WISH_QUERY = re.compile(r"\b(?:prefer\w*|always|never)\b", re.I)
+WISH_LINE = re.compile(
+    r"(?:^\s*(?:[-*+]\s+)?|[.!?:*]\s+|\bplease\s+)(?:always|never)\b|\b(?:I|we)(?:'d| would)?\s+(?:prefer|rather)\b"
+    r"|\bmy preference\b|\bfrom now on\b",
+    re.I,
+)
+
+
+def asks_for_wishes(text: str) -> bool:
+    """Whether a query asks for the person's standing wishes (its preference words)."""
+    return bool(WISH_QUERY.search(text))
+
+
+def states_a_wish(chunk: Chunk) -> bool:
+    """Whether a chunk (a topic line, or a user's line in a session) states a standing wish."""
+    return not is_assistant(chunk) and bool(WISH_LINE.search(chunk.text))
+
+
 def is_assistant(chunk: Chunk) -> bool:
     """Whether a session chunk is the assistant's line (by its speaker label)."""
     return chunk.layer != "topic" and bool(ASSISTANT.match(chunk.text))
