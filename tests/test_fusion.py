@@ -163,6 +163,9 @@ def test_what_states_a_standing_wish() -> None:
         "**User:** From now on, write tests first.",
     ):
         assert states_a_wish(_chunk(text, layer="session")), text
+    # The words are found first and only the few characters before each are read: crafted text stays linear.
+    for crafted in ("always " * 30_000, "I " * 60_000 + "prefer", "." * 100_000 + " never", "- " * 50_000):
+        states_a_wish(_chunk(crafted, layer="session"))
     for text in (
         "**User:** I always forget the flag.",
         "**Assistant:** Always format dates as month-day-year.",

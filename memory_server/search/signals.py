@@ -88,13 +88,15 @@ def own_keyword_shares(
 
 # A query that asks how the person wants things done (search_memory's description asks the caller to add
 # these words to a request), and a line that states such a standing wish: "Always ...", "Never ...",
-# "I prefer ...", "from now on". Plain alternations: no pattern here can backtrack.
+# "I prefer ...", "I'd rather ...", "my preference", "from now on". The line's pattern finds the word first and
+# then reads the few characters before it: a pattern that tried every position of a long message was the
+# slowest part of a search.
 WISH_QUERY = re.compile(r"\b(?:prefer\w*|always|never)\b", re.I)
-WISH_LINE = re.compile(
-    r"(?:^\s*(?:[-*+]\s+)?|[.!?:*]\s+|\bplease\s+)(?:always|never)\b|\b(?:I|we)(?:'d| would)?\s+(?:prefer|rather)\b"
-    r"|\bmy preference\b|\bfrom now on\b",
-    re.I,
-)
+WISH_WORD = re.compile(r"\b(?:always|never|prefer|rather|my preference|from now on)\b", re.I)
+WISH_WORDS = ("always", "never", "prefer", "rather", "from now on")  # a cheaper test first: one is in every match
+SENTENCE_END = tuple(".!?:*")  # "Always ..." after a sentence or a label (**User:**)
+LIST_MARKER = ("-", "+", "*", "\n-", "\n+", "\n*")  # "- Never ..." at the start of a line
+WISHER = re.compile(r"\b(?:i|we)(?:'d| would)?$")  # "I prefer", "we'd rather"
 
 
 def asks_for_wishes(text: str) -> bool:
@@ -104,7 +106,28 @@ def asks_for_wishes(text: str) -> bool:
 
 def states_a_wish(chunk: Chunk) -> bool:
     """Whether a chunk (a topic line, or a user's line in a session) states a standing wish."""
-    return not is_assistant(chunk) and bool(WISH_LINE.search(chunk.text))
+    if is_assistant(chunk):
+        return False
+    text = chunk.text
+    folded = text.lower()
+    if not any(word in folded for word in WISH_WORDS):
+        return False
+    return any(_wish_at(text[max(0, m.start() - 16) : m.start()].lower(), m.group(0)) for m in WISH_WORD.finditer(text))
+
+
+def _list_item(before: str) -> bool:
+    return before in LIST_MARKER[:3] or before.endswith(LIST_MARKER[3:])
+
+
+def _wish_at(window: str, word: str) -> bool:
+    """Whether `word` states a wish after `window`: the folded text's 16 characters before it (all of them
+    when there are fewer, so an empty window is the text's start)."""
+    before = window.rstrip()
+    if word.lower() in ("always", "never"):
+        return not before or before.endswith(SENTENCE_END) or before.endswith("please") or _list_item(before)
+    if word.lower() in ("prefer", "rather"):
+        return bool(WISHER.search(before[-10:]))
+    return True  # "my preference", "from now on"
 
 
 def is_assistant(chunk: Chunk) -> bool:
