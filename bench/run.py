@@ -464,7 +464,7 @@ def with_writer_means(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             mean: dict[str, Any] = {"set": name, "tool": tool, "queries": f"caller, mean of {len(group)}", "kind": kind}
             mean["n"] = group[0]["n"]
             for field in [*(f"R@{k}" for k in KS), "p50_ms", "p95_ms"]:
-                mean[field] = round(statistics.mean(r[field] for r in group), 4)
+                mean[field] = round(statistics.mean(r[field] for r in group), 6)  # rounded once, when shown
             means.setdefault((name, tool), []).append(mean)
     out = list(rows)
     for (name, tool), block in means.items():

@@ -158,7 +158,7 @@ def test_run_all_sets_smoke(tmp_path: Path) -> None:
         mean = rows[name, "search_memory", writers[2], unit]
         for k in (1, 3, 5, 10):
             pair = [rows[name, "search_memory", source, unit][f"R@{k}"] for source in writers[:2]]
-            assert mean[f"R@{k}"] == round((pair[0] + pair[1]) / 2, 4), (name, k)
+            assert mean[f"R@{k}"] == round((pair[0] + pair[1]) / 2, 6), (name, k)
         assert not [key for key in rows if key[1] == "search_exact" and key[2] != "asked"], "caller: search_memory"
     for row in rows.values():
         assert row["n"] > 0 and 0.0 <= row["R@1"] <= row["R@10"] <= 1.0, row
