@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_server.errors import QueryError
@@ -139,11 +140,7 @@ def weigh_speakers(ranked: Ranked, ranking: RankingSettings) -> Ranked:
     """An assistant's line in a session weighs `assistant_weight` of a user's: what the user said is the record."""
     if ranking.assistant_weight == 1.0:
         return ranked
-    scores = {
-        cid: score * ranking.assistant_weight if is_assistant(ranked.chunks[cid]) else score
-        for cid, score in ranked.scores.items()
-    }
-    return Ranked(scores, ranked.chunks)
+    return scaled(ranked, ranking.assistant_weight, is_assistant)
 
 
 def weigh_wishes(ranked: Ranked, query: str, ranking: RankingSettings) -> Ranked:
@@ -151,8 +148,10 @@ def weigh_wishes(ranked: Ranked, query: str, ranking: RankingSettings) -> Ranked
     weighs 1 + `wish_weight`: it shares few words with the request it governs."""
     if ranking.wish_weight == 0 or not asks_for_wishes(query):
         return ranked
-    scores = {
-        cid: score * (1 + ranking.wish_weight) if states_a_wish(ranked.chunks[cid]) else score
-        for cid, score in ranked.scores.items()
-    }
+    return scaled(ranked, 1 + ranking.wish_weight, states_a_wish)
+
+
+def scaled(ranked: Ranked, factor: float, applies: Callable[[Chunk], bool]) -> Ranked:
+    """The candidates whose chunk `applies` to, their scores times `factor`; the others as they were."""
+    scores = {cid: score * factor if applies(ranked.chunks[cid]) else score for cid, score in ranked.scores.items()}
     return Ranked(scores, ranked.chunks)

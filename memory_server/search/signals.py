@@ -122,10 +122,10 @@ def _list_item(before: str) -> bool:
 def _wish_at(window: str, word: str) -> bool:
     """Whether `word` states a wish after `window`: the folded text's 16 characters before it (all of them
     when there are fewer, so an empty window is the text's start)."""
-    before = window.rstrip()
-    if word.lower() in ("always", "never"):
+    before, word = window.rstrip(), word.lower()
+    if word in ("always", "never"):
         return not before or before.endswith(SENTENCE_END) or before.endswith("please") or _list_item(before)
-    if word.lower() in ("prefer", "rather"):
+    if word in ("prefer", "rather"):
         return bool(WISHER.search(before[-10:]))
     return True  # "my preference", "from now on"
 
