@@ -55,6 +55,11 @@ def load(name: str, folder: Path = QUERIES_DIR) -> dict[str, str] | None:
     return out
 
 
+def load_writers(folders: dict[str, Path], sets: list[str]) -> dict[str, dict[str, dict[str, str] | None]]:
+    """Query source -> set -> its queries (None when that writer set has no file for the set)."""
+    return {source: {name: load(name, folder) for name in sets} for source, folder in folders.items()}
+
+
 def query_for(queries: dict[str, str], name: str, key: str, folder: Path = QUERIES_DIR) -> str:
     """The caller's query for question `key`; a question without one stops the run (a partial set would give
     a figure over other questions than the row beside it)."""

@@ -466,10 +466,12 @@ def with_writer_means(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             for field in [*(f"R@{k}" for k in KS), "p50_ms", "p95_ms"]:
                 mean[field] = round(statistics.mean(r[field] for r in group), 6)  # rounded once, when shown
             means.setdefault((name, tool), []).append(mean)
-    out = list(rows)
-    for (name, tool), block in means.items():
-        last = max(i for i, row in enumerate(out) if (row["set"], row["tool"]) == (name, tool) and row in rows)
-        out[last + 1 : last + 1] = block
+    last = {(row["set"], row["tool"]): i for i, row in enumerate(rows)}
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        out.append(row)
+        if last[row["set"], row["tool"]] == i:
+            out += means.get((row["set"], row["tool"]), [])
     return out
 
 
@@ -546,9 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     args.queries = choices(args.queries, caller_queries.SOURCES, "query source")
     args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
     args.writers = caller_queries.writer_folders(args.queries_dir) if "caller" in args.queries else {}
-    args.caller = {
-        source: {name: caller_queries.load(name, folder) for name in sets} for source, folder in args.writers.items()
-    }
+    args.caller = caller_queries.load_writers(args.writers, sets)
     if args.quick:
         args.locomo = args.locomo or QUICK_LOCOMO
         args.beam = args.beam or QUICK_BEAM

@@ -80,11 +80,10 @@ def roots_of(args: argparse.Namespace) -> list[Root]:
     questions."""
     base = run.roots_base(args)
     sets = run.choices(args.sets, SETS, "set")
-    folders = {**caller_queries.writer_folders(args.queries_dir), **dict(args.also_queries)}
-    written = {source: {s: caller_queries.load(s, folder) or {} for s in sets} for source, folder in folders.items()}
+    written = caller_queries.load_writers({**args.writers, **dict(args.also_queries)}, sets)
 
     def texts(set_name: str, key: str, asked: str) -> dict[str, str | None]:
-        return {"asked": asked, **{source: by_set[set_name].get(key) for source, by_set in written.items()}}
+        return {"asked": asked, **{source: (by_set[set_name] or {}).get(key) for source, by_set in written.items()}}
 
     out: list[Root] = []
     if "locomo" in sets:
@@ -204,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     args.queries_dir = Path(args.queries_dir) if args.queries_dir else caller_queries.QUERIES_DIR
     sources = run.choices(args.queries, caller_queries.SOURCES, "query source")
     args.also_queries = [parse_also(text) for text in args.also_queries]
+    args.writers = caller_queries.writer_folders(args.queries_dir)
     if "caller" in sources:
-        sources = [s for s in sources if s != "caller"] + list(caller_queries.writer_folders(args.queries_dir))
+        sources = [s for s in sources if s != "caller"] + list(args.writers)
     sources += [source for source, _ in args.also_queries]
     variants = [parse_variant(v) for v in args.variant] or [Variant("base", [])]
     if len({v.name for v in variants}) != len(variants):
