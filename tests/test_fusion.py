@@ -104,18 +104,25 @@ def test_a_literal_query_puts_its_phrase_match_first(tmp_path: Path) -> None:
     m.close()
 
 
-def test_the_users_words_outweigh_the_assistants_restatement(tmp_path: Path) -> None:
+def _one_chat(tmp_path: Path, *lines: str) -> Memory:
+    """A memory holding one session of these lines (paragraphs), indexed with the fake embedder."""
     root = tmp_path / "m"
     init_root(root)
+    body = "\n\n".join(lines)
     write(
-        root,
-        "sessions/compressed/2026/2026-03-01-aaaa-chat.md",
-        "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
-        "**User:** The sprint deadline moved to March 29.\n\n"
-        "**Assistant:** Noted: the sprint deadline moved to March 29.\n",
+        root, "sessions/compressed/2026/2026-03-01-aaaa-chat.md", f"---\nstarted: 2026-03-01\n---\n# Chat\n\n{body}\n"
     )
     m = Memory(root, embedder=FakeEmbedder())
     m.index()
+    return m
+
+
+def test_the_users_words_outweigh_the_assistants_restatement(tmp_path: Path) -> None:
+    m = _one_chat(
+        tmp_path,
+        "**User:** The sprint deadline moved to March 29.",
+        "**Assistant:** Noted: the sprint deadline moved to March 29.",
+    )
     m.settings.ranking.duplicate_similarity = 1.01
     hits, _ = m.search_memory("sprint deadline March 29", k=2)
     assert hits[0].text.startswith("**User:**"), [h.text for h in hits]
@@ -130,17 +137,11 @@ def test_a_standing_wish_comes_back_with_the_request_it_governs(tmp_path: Path) 
     """search_memory's description asks the caller to add "my preference, always, never" to a request: then a
     line stating a standing wish outranks a line that only shares the request's words. Off (wish_weight 0),
     or without those words in the query, the request's own words win."""
-    root = tmp_path / "m"
-    init_root(root)
-    write(
-        root,
-        "sessions/compressed/2026/2026-03-01-aaaa-chat.md",
-        "---\nstarted: 2026-03-01\n---\n# Chat\n\n"
-        "**User:** Dependencies are pinned to exact versions.\n\n"
-        "**User:** Always pin the dependencies of the service to exact versions in the lock file.\n",
+    m = _one_chat(
+        tmp_path,
+        "**User:** Dependencies are pinned to exact versions.",
+        "**User:** Always pin the dependencies of the service to exact versions in the lock file.",
     )
-    m = Memory(root, embedder=FakeEmbedder())
-    m.index()
     request = "how should dependencies be pinned; versions"
     hits, _ = m.search_memory(f"{request}, my preference, never", k=2)
     assert hits[0].text.startswith("**User:** Always pin"), [h.text for h in hits]
